@@ -1,0 +1,31 @@
+# The two commands of the README. Each builds .venv itself on a fresh machine.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint bench java clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+java:
+	@$(BIN)/python -m scenarios.java_check
+
+demo: $(STAMP) java
+	$(BIN)/python -m scenarios.demo
+
+test: $(STAMP) java
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check store sim model scenarios reports tests
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/store_bench.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

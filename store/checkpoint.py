@@ -1,0 +1,50 @@
+"""StoreCheckpoint: the 4096-byte ``checkpoint`` file of timestamps recovery starts from (2.4)."""
+
+from __future__ import annotations
+
+import struct
+
+from .disk import Disk
+
+CHECKPOINT_FILE = "checkpoint"
+CHECKPOINT_FILE_SIZE = 4096
+_FIELDS = struct.Struct(">qqqqq")
+CHECKPOINT_MARGIN_MS = 3000  # getMinTimestamp's safety margin (alibaba #467)
+
+
+class StoreCheckpoint:
+    def __init__(self, disk: Disk, path: str = CHECKPOINT_FILE) -> None:
+        self.disk = disk
+        self.path = path
+        existed = disk.exists(path)
+        self.handle = disk.open(path, create_size=None if existed else CHECKPOINT_FILE_SIZE)
+        raw = self.handle.read(0, _FIELDS.size).ljust(_FIELDS.size, b"\0")
+        (
+            self.physic_msg_timestamp,
+            self.logics_msg_timestamp,
+            self.index_msg_timestamp,
+            self.master_flushed_offset,
+            self.confirm_phy_offset,
+        ) = _FIELDS.unpack(raw)
+
+    def flush(self) -> None:
+        self.handle.write(
+            0,
+            _FIELDS.pack(
+                self.physic_msg_timestamp,
+                self.logics_msg_timestamp,
+                self.index_msg_timestamp,
+                self.master_flushed_offset,
+                self.confirm_phy_offset,
+            ),
+        )
+        self.handle.flush()
+
+    def get_min_timestamp(self) -> int:
+        return max(0, min(self.physic_msg_timestamp, self.logics_msg_timestamp) - CHECKPOINT_MARGIN_MS)
+
+    def get_min_timestamp_index(self) -> int:
+        return min(self.get_min_timestamp(), self.index_msg_timestamp)
+
+    def close(self) -> None:
+        self.handle.close()

@@ -1,0 +1,235 @@
+"""CommitLog: the append-only log of every message, its flushing and its recovery (1.4–1.7, 2.5).
+
+The hot path of every simulation: ``put_message`` prepares the record once (codec), stamps it
+under the "put lock" (there is no real lock: the store is single-threaded), and appends it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from . import message as codec
+from .checkpoint import StoreCheckpoint
+from .clock import Clock
+from .config import SYNC_FLUSH, MessageStoreConfig
+from .disk import Disk
+from .faults import SITE_PUT, FaultInjector, check_crash
+from .mapped_file import MappedFileQueue
+from .put_status import AppendMessageResult, PutMessageResult, PutMessageStatus
+
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+_NOT_DISPATCHED = (codec.TRANSACTION_PREPARED_TYPE, codec.TRANSACTION_ROLLBACK_TYPE)
+
+
+class CommitLog:
+    def __init__(
+        self,
+        disk: Disk,
+        config: MessageStoreConfig,
+        clock: Clock,
+        faults: FaultInjector,
+        checkpoint: StoreCheckpoint,
+        delay_level_table_ms: dict[int, int],
+        log: Callable[[str], None],
+        store_path: str = "commitlog",
+    ) -> None:
+        self.config = config
+        self.clock = clock
+        self.faults = faults
+        self.checkpoint = checkpoint
+        self.delay_level_table_ms = delay_level_table_ms
+        self.max_delay_level = max(delay_level_table_ms) if delay_level_table_ms else 0
+        self.log = log
+        self.mfq = MappedFileQueue(disk, store_path, config.mapped_file_size_commit_log)
+        self.topic_queue_table: dict[str, int] = {}  # "topic-queueId" -> next queue offset
+        self.sync_flush = config.flush_disk_type == SYNC_FLUSH
+        self.file_size = config.mapped_file_size_commit_log
+
+    def load(self) -> None:
+        self.mfq.load()
+
+    # --- put -----------------------------------------------------------------------------
+    def put_message(self, msg: codec.MessageExt) -> PutMessageResult:
+        if check_crash(self.faults, SITE_PUT, msg.topic):
+            return PutMessageResult(PutMessageStatus.OS_PAGE_CACHE_BUSY)
+        try:
+            prep = codec.prepare_message(
+                msg,
+                max_message_size=self.config.max_message_size,
+                auto_message_version_v2=self.config.auto_message_version_on_topic_len,
+            )
+        except codec.MessageIllegal as illegal:
+            return PutMessageResult(illegal.status)
+
+        # Inside the put lock: stamp the time, pick the queue offset, append.
+        store_timestamp = self.clock.now_ms()
+        key = f"{msg.topic}-{msg.queue_id}"
+        tran_type = msg.sys_flag & 0xC
+        queue_offset = 0 if tran_type in _NOT_DISPATCHED else self.topic_queue_table.get(key, 0)
+        mf = self.mfq.get_last_mapped_file_for_append(0)
+        msg_len = prep.total_size
+        max_blank = self.file_size - mf.wrote_position
+        if msg_len + codec.END_FILE_MIN_BLANK_LENGTH > max_blank:
+            mf.append(codec.encode_blank(max_blank))
+            mf.wrote_position = self.file_size  # END_OF_FILE: the rest of the file is garbage
+            mf = self.mfq.get_last_mapped_file_for_append(0)
+            if msg_len + codec.END_FILE_MIN_BLANK_LENGTH > self.file_size:
+                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
+        phy_offset = mf.file_from_offset + mf.wrote_position
+        mf.append(codec.encode_message(prep, queue_offset, phy_offset, store_timestamp))
+        mf.store_timestamp = store_timestamp
+        if tran_type not in _NOT_DISPATCHED:
+            self.topic_queue_table[key] = queue_offset + 1
+        msg.store_timestamp = store_timestamp
+        msg.commit_log_offset = phy_offset
+        msg.queue_offset = queue_offset
+        msg.store_size = msg_len
+        if self.sync_flush:
+            self.flush(0)
+        return PutMessageResult(
+            PutMessageStatus.PUT_OK,
+            AppendMessageResult(
+                phy_offset,
+                msg_len,
+                codec.create_message_id(msg.store_host, phy_offset),
+                store_timestamp,
+                queue_offset,
+                msg.topic,
+                msg.queue_id,
+            ),
+        )
+
+    # --- read ----------------------------------------------------------------------------
+    def get_min_offset(self) -> int:
+        first = self.mfq.get_first_mapped_file()
+        return first.file_from_offset if first else -1
+
+    def get_max_offset(self) -> int:
+        return self.mfq.get_max_offset()
+
+    def get_flushed_where(self) -> int:
+        return self.mfq.flushed_where
+
+    def get_confirm_offset(self) -> int:
+        """How far dispatch may go: flushed data under SYNC_FLUSH in 5.x (#8240), else written."""
+        if self.sync_flush and not self.config.is_era_4:
+            return self.mfq.flushed_where
+        return self.mfq.get_max_offset()
+
+    def get_message(self, offset: int, size: int) -> bytes | None:
+        return self.mfq.read(offset, size)
+
+    def get_data(self, offset: int) -> bytes | None:
+        """From ``offset`` to the written end of its file (what a reput round reads)."""
+        mf = self.mfq.find_mapped_file_by_offset(offset)
+        if mf is None:
+            return None
+        pos = offset % self.file_size
+        if pos >= mf.wrote_position:
+            return None
+        return mf.read_to_end(pos)
+
+    def roll_next_file(self, offset: int) -> int:
+        return offset + self.file_size - offset % self.file_size
+
+    def check_message_and_return_size(
+        self, buf: bytes, pos: int, check_crc: bool, read_body: bool = False
+    ) -> codec.DispatchRequest:
+        """The codec's check plus the broker's one twist: a delayed message's tagsCode is its deliver time."""
+        req = codec.check_message_and_return_size(buf, pos, check_crc=check_crc, read_body=read_body)
+        if req.success and req.msg_size > 0 and req.topic == SCHEDULE_TOPIC and req.properties:
+            level_text = req.properties.get(codec.PROPERTY_DELAY_TIME_LEVEL)
+            if level_text:
+                level = min(int(level_text), self.max_delay_level)
+                if level > 0:
+                    delay_ms = self.delay_level_table_ms.get(level, 1000)
+                    return replace(req, tags_code=req.store_timestamp + delay_ms)
+        return req
+
+    # --- flush ---------------------------------------------------------------------------
+    def flush(self, least_pages: int) -> bool:
+        unchanged = self.mfq.flush(least_pages)
+        if self.mfq.store_timestamp > 0:
+            self.checkpoint.physic_msg_timestamp = self.mfq.store_timestamp
+        return unchanged
+
+    # --- recovery ------------------------------------------------------------------------
+    def recover_normally(self, max_phy_offset_of_cq: int, dispatch: Callable[[codec.DispatchRequest], None],
+                         truncate_logic: Callable[[int], None], destroy_logics: Callable[[], None]) -> None:
+        files = self.mfq.mapped_files
+        if not files:
+            self._recover_empty(destroy_logics)
+            return
+        index = max(0, len(files) - 3)
+        process_offset = self._scan(index, dispatch_from=None, dispatch=dispatch)
+        self._truncate(process_offset, max_phy_offset_of_cq, truncate_logic)
+
+    def recover_abnormally(self, max_phy_offset_of_cq: int, dispatch: Callable[[codec.DispatchRequest], None],
+                           truncate_logic: Callable[[int], None], destroy_logics: Callable[[], None]) -> None:
+        files = self.mfq.mapped_files
+        if not files:
+            self._recover_empty(destroy_logics)
+            return
+        index = len(files) - 1
+        while index >= 0 and not self._is_mapped_file_matched_recover(index):
+            index -= 1
+        index = max(index, 0)
+        process_offset = self._scan(index, dispatch_from=0, dispatch=dispatch)
+        self._truncate(process_offset, max_phy_offset_of_cq, truncate_logic)
+
+    def _recover_empty(self, destroy_logics: Callable[[], None]) -> None:
+        self.mfq.flushed_where = 0
+        destroy_logics()
+
+    def _is_mapped_file_matched_recover(self, index: int) -> bool:
+        mf = self.mfq.mapped_files[index]
+        head = mf.handle.read(0, 64)
+        if len(head) < 64:
+            return False
+        magic = int.from_bytes(head[4:8], "big", signed=True)
+        if magic not in (codec.MESSAGE_MAGIC_CODE, codec.MESSAGE_MAGIC_CODE_V2):
+            return False
+        if magic == codec.MESSAGE_MAGIC_CODE_V2 and self.config.is_era_4:
+            return False
+        sys_flag = int.from_bytes(head[36:40], "big")
+        born_host_len = 20 if sys_flag & codec.BORNHOST_V6_FLAG else 8
+        store_ts_pos = 48 + born_host_len
+        store_ts = int.from_bytes(head[store_ts_pos : store_ts_pos + 8], "big", signed=True)
+        return store_ts != 0 and store_ts <= self.checkpoint.get_min_timestamp()
+
+    def _scan(self, index: int, dispatch_from: int | None, dispatch: Callable[[codec.DispatchRequest], None]) -> int:
+        """Walk records with CRC checks from file ``index``; return the end of the last valid one."""
+        files = self.mfq.mapped_files
+        mf = files[index]
+        data = mf.handle.read(0, self.file_size)
+        process_offset = mf.file_from_offset
+        pos = 0
+        while True:
+            req = self.check_message_and_return_size(data, pos, check_crc=self.config.check_crc_on_recover)
+            if req.success and req.msg_size > 0:
+                if dispatch_from is not None and req.commit_log_offset >= dispatch_from:
+                    dispatch(req)
+                pos += req.msg_size
+            elif req.success:  # blank: the file ends here, continue with the next one
+                index += 1
+                if index >= len(files):
+                    break
+                mf = files[index]
+                data = mf.handle.read(0, self.file_size)
+                process_offset = mf.file_from_offset
+                pos = 0
+            else:
+                if req.error and pos < self.file_size and any(data[pos : pos + 4]):
+                    self.log(f"recover: {mf.path} pos {pos}: {req.error}; the commit log ends at "
+                             f"{process_offset + pos}")
+                break
+        return process_offset + pos
+
+    def _truncate(self, process_offset: int, max_phy_offset_of_cq: int, truncate_logic: Callable[[int], None]) -> None:
+        self.mfq.flushed_where = process_offset
+        self.mfq.truncate_dirty_files(process_offset)
+        # 4.9.8 truncates the consume queues only when they reach past the log; 5.x always.
+        if max_phy_offset_of_cq >= process_offset or not self.config.is_era_4:
+            truncate_logic(process_offset)
+

@@ -1,0 +1,320 @@
+"""The disk seam: a small file-system interface with two implementations.
+
+``OsDisk`` writes real files under a root directory. ``MemoryDisk`` keeps files in memory and
+remembers, per file, what has been made durable by ``flush`` so that it can play the two crash
+kinds of a broker host:
+
+* a *process crash* (kill -9) keeps every write (the page cache survives): nothing to do;
+* a *power failure* keeps only flushed bytes, except that a prefix of the unflushed range may
+  have reached the platter (a torn write), chosen by the caller's ``random.Random``.
+
+File length is data, not metadata: a file truncated and rewritten in place (a config file) but
+never flushed comes back short or empty after a power failure, like #5905's 0-byte files.
+Creating, renaming and deleting files are taken as durable at once (a simplification: the store
+never relies on a directory fsync).
+
+Paths are relative, '/'-separated and rooted at the store directory.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from typing import Protocol
+
+
+class DiskFile(Protocol):
+    path: str
+
+    def size(self) -> int: ...
+
+    def read(self, pos: int, length: int) -> bytes:
+        """Up to ``length`` bytes from ``pos`` (short at the end of the file)."""
+        ...
+
+    def write(self, pos: int, data: bytes) -> None: ...
+
+    def flush(self) -> None:
+        """Make every write so far durable (fsync / MappedByteBuffer.force)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class Disk(Protocol):
+    def exists(self, path: str) -> bool: ...
+
+    def isdir(self, path: str) -> bool: ...
+
+    def listdir(self, path: str) -> list[str]:
+        """Sorted names directly below ``path``; empty when it does not exist."""
+        ...
+
+    def makedirs(self, path: str) -> None: ...
+
+    def open(self, path: str, create_size: int | None = None) -> DiskFile:
+        """Open an existing file, or create it zero-filled with ``create_size`` bytes."""
+        ...
+
+    def file_size(self, path: str) -> int: ...
+
+    def read_file(self, path: str) -> bytes | None:
+        """The whole file, or None when it does not exist."""
+        ...
+
+    def write_file(self, path: str, data: bytes, fsync: bool = False) -> None:
+        """Truncate and write in place, as ordinary Java file I/O does (no fsync unless asked)."""
+        ...
+
+    def delete(self, path: str) -> None: ...
+
+    def rename(self, src: str, dst: str) -> None: ...
+
+
+def parent_of(path: str) -> str:
+    return path.rsplit("/", 1)[0] if "/" in path else ""
+
+
+# --------------------------------------------------------------------------------------------
+# Real files
+
+
+class _OsFile:
+    __slots__ = ("path", "_fd")
+
+    def __init__(self, path: str, real: str, create_size: int | None) -> None:
+        self.path = path
+        exists = os.path.exists(real)
+        if not exists and create_size is None:
+            raise FileNotFoundError(real)
+        self._fd = os.open(real, os.O_RDWR | os.O_CREAT, 0o644)
+        if not exists and create_size:
+            os.ftruncate(self._fd, create_size)
+
+    def size(self) -> int:
+        return os.fstat(self._fd).st_size
+
+    def read(self, pos: int, length: int) -> bytes:
+        return os.pread(self._fd, length, pos)
+
+    def write(self, pos: int, data: bytes) -> None:
+        os.pwrite(self._fd, data, pos)
+
+    def flush(self) -> None:
+        os.fsync(self._fd)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+class OsDisk:
+    """Real files below ``root``."""
+
+    def __init__(self, root: str) -> None:
+        self.root = os.path.abspath(root)
+        os.makedirs(self.root, exist_ok=True)
+
+    def _real(self, path: str) -> str:
+        return os.path.join(self.root, *path.split("/")) if path else self.root
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(self._real(path))
+
+    def isdir(self, path: str) -> bool:
+        return os.path.isdir(self._real(path))
+
+    def listdir(self, path: str) -> list[str]:
+        real = self._real(path)
+        return sorted(os.listdir(real)) if os.path.isdir(real) else []
+
+    def makedirs(self, path: str) -> None:
+        os.makedirs(self._real(path), exist_ok=True)
+
+    def open(self, path: str, create_size: int | None = None) -> _OsFile:
+        if create_size is not None:
+            self.makedirs(parent_of(path))
+        return _OsFile(path, self._real(path), create_size)
+
+    def file_size(self, path: str) -> int:
+        return os.path.getsize(self._real(path))
+
+    def read_file(self, path: str) -> bytes | None:
+        try:
+            with open(self._real(path), "rb") as f:
+                return f.read()
+        except FileNotFoundError:
+            return None
+
+    def write_file(self, path: str, data: bytes, fsync: bool = False) -> None:
+        self.makedirs(parent_of(path))
+        with open(self._real(path), "wb") as f:
+            f.write(data)
+            if fsync:
+                f.flush()
+                os.fsync(f.fileno())
+
+    def delete(self, path: str) -> None:
+        real = self._real(path)
+        if os.path.isdir(real):
+            os.rmdir(real)
+        elif os.path.exists(real):
+            os.remove(real)
+
+    def rename(self, src: str, dst: str) -> None:
+        os.replace(self._real(src), self._real(dst))
+
+
+# --------------------------------------------------------------------------------------------
+# In-memory files with crash semantics
+
+
+class _MemFile:
+    """One file: what the page cache holds (``data``) and what is on the platter (``durable``)."""
+
+    __slots__ = ("path", "data", "durable", "dirty_lo", "dirty_hi")
+
+    def __init__(self, path: str, size: int) -> None:
+        self.path = path
+        self.data = bytearray(size)
+        self.durable = bytearray(size)
+        self.dirty_lo = -1  # unflushed byte range [dirty_lo, dirty_hi); -1 when clean
+        self.dirty_hi = -1
+
+    # The DiskFile interface (handles are the file objects themselves: no per-call look-up).
+    def size(self) -> int:
+        return len(self.data)
+
+    def read(self, pos: int, length: int) -> bytes:
+        return bytes(self.data[pos : pos + length])
+
+    def write(self, pos: int, data: bytes) -> None:
+        end = pos + len(data)
+        if end > len(self.data):
+            self.data.extend(bytes(end - len(self.data)))
+        self.data[pos:end] = data
+        if self.dirty_lo < 0:
+            self.dirty_lo, self.dirty_hi = pos, end
+        else:
+            if pos < self.dirty_lo:
+                self.dirty_lo = pos
+            if end > self.dirty_hi:
+                self.dirty_hi = end
+
+    def flush(self) -> None:
+        if self.dirty_lo < 0:
+            return
+        if len(self.durable) != len(self.data):
+            self.durable = bytearray(self.data)
+        else:
+            self.durable[self.dirty_lo : self.dirty_hi] = self.data[self.dirty_lo : self.dirty_hi]
+        self.dirty_lo = self.dirty_hi = -1
+
+    def close(self) -> None:
+        pass
+
+    def lose_unflushed(self, rng: random.Random) -> int:
+        """Power failure: keep the durable bytes plus a torn prefix of the unflushed range.
+
+        Returns how many unflushed bytes were lost."""
+        if self.dirty_lo < 0:
+            return 0
+        lo, hi = self.dirty_lo, self.dirty_hi
+        torn = rng.randrange(0, hi - lo + 1)
+        survived = bytearray(self.durable)
+        if len(survived) < lo + torn:
+            survived.extend(bytes(lo + torn - len(survived)))
+        survived[lo : lo + torn] = self.data[lo : lo + torn]
+        self.data = survived
+        self.durable = bytearray(survived)
+        self.dirty_lo = self.dirty_hi = -1
+        return hi - lo - torn
+
+
+class MemoryDisk:
+    """Files in memory with page-cache vs durable state, for simulation and crash tests."""
+
+    def __init__(self) -> None:
+        self._files: dict[str, _MemFile] = {}
+        self._dirs: set[str] = {""}
+
+    def exists(self, path: str) -> bool:
+        return path in self._files or path in self._dirs
+
+    def isdir(self, path: str) -> bool:
+        return path in self._dirs
+
+    def listdir(self, path: str) -> list[str]:
+        prefix = path + "/" if path else ""
+        names = {
+            p[len(prefix) :].split("/", 1)[0]
+            for p in (*self._files, *self._dirs)
+            if p.startswith(prefix) and len(p) > len(prefix)
+        }
+        return sorted(names)
+
+    def makedirs(self, path: str) -> None:
+        while path and path not in self._dirs:
+            self._dirs.add(path)
+            path = parent_of(path)
+
+    def open(self, path: str, create_size: int | None = None) -> _MemFile:
+        f = self._files.get(path)
+        if f is None:
+            if create_size is None:
+                raise FileNotFoundError(path)
+            self.makedirs(parent_of(path))
+            f = self._files[path] = _MemFile(path, create_size)
+        return f
+
+    def file_size(self, path: str) -> int:
+        return len(self._files[path].data)
+
+    def read_file(self, path: str) -> bytes | None:
+        f = self._files.get(path)
+        return None if f is None else bytes(f.data)
+
+    def write_file(self, path: str, data: bytes, fsync: bool = False) -> None:
+        self.makedirs(parent_of(path))
+        f = self._files.get(path)
+        if f is None:
+            f = self._files[path] = _MemFile(path, 0)
+        # Truncation reaches the disk at once (metadata); the new content only with a flush.
+        f.data = bytearray()
+        del f.durable[:]
+        f.dirty_lo = f.dirty_hi = -1
+        f.write(0, data)
+        if fsync:
+            f.flush()
+
+    def delete(self, path: str) -> None:
+        if self._files.pop(path, None) is None:
+            self._dirs.discard(path)
+
+    def rename(self, src: str, dst: str) -> None:
+        f = self._files.pop(src)
+        f.path = dst
+        self.makedirs(parent_of(dst))
+        self._files[dst] = f
+
+    # Crash semantics --------------------------------------------------------------------
+    def process_crash(self) -> None:
+        """kill -9: the page cache survives, so every write is kept. Nothing to do."""
+
+    def power_failure(self, rng: random.Random) -> int:
+        """OS crash: drop what was not flushed (a torn prefix may survive). Returns bytes lost."""
+        return sum(self._files[p].lose_unflushed(rng) for p in sorted(self._files))
+
+    def unflushed_bytes(self) -> int:
+        return sum(f.dirty_hi - f.dirty_lo for f in self._files.values() if f.dirty_lo >= 0)
+
+    def dump(self, os_root: str) -> None:
+        """Write every file (page-cache view) below a real directory, e.g. a run's ``store/``."""
+        for d in sorted(self._dirs):
+            os.makedirs(os.path.join(os_root, *d.split("/")) if d else os_root, exist_ok=True)
+        for p in sorted(self._files):
+            real = os.path.join(os_root, *p.split("/"))
+            os.makedirs(os.path.dirname(real), exist_ok=True)
+            with open(real, "wb") as out:
+                out.write(self._files[p].data)

@@ -1,0 +1,57 @@
+"""The fault seam: named sites in the store ask one injected object what to do.
+
+The default, ``NO_FAULTS``, never answers anything, so the production path pays one method
+call per site and nothing else. A crash is an exception (``BrokerCrash``) that unwinds the
+broker; the harness catches it, throws the in-memory state away and restarts from disk.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+# Actions a site may be told to take.
+FAIL = "fail"  # the operation reports failure (put error, send-back error, ...)
+CRASH = "crash"  # the broker process dies right here (BrokerCrash is raised)
+
+# The named sites (stable names; the history and the scenarios use them).
+SITE_PUT = "commitlog.put"  # before a message is appended to the commit log
+SITE_SCHEDULE_DELIVER = "schedule.deliver_put"  # the put of a due delayed message into its real topic
+SITE_TIMER_DEQUEUE_PUT = "timer.dequeue_put"  # the put of a due timer message
+SITE_SEND_BACK = "broker.send_back"  # the broker's consumerSendMsgBack
+SITE_PERSIST_PREFIX = "persist."  # + config file name, e.g. "persist.delayOffset.json"
+SITE_FLUSH_COMMITLOG = "flush.commitlog"
+SITE_FLUSH_CQ = "flush.consumequeue"
+
+
+class BrokerCrash(Exception):
+    """The broker process died at a fault site; everything in memory is gone."""
+
+    def __init__(self, site: str) -> None:
+        super().__init__(f"broker crashed at {site}")
+        self.site = site
+
+
+class FaultInjector(Protocol):
+    def at(self, site: str, detail: str = "") -> str | None:
+        """What should happen at ``site`` now: None (nothing), FAIL or CRASH."""
+        ...
+
+
+class NoFaults:
+    """Injects nothing: the production default."""
+
+    def at(self, site: str, detail: str = "") -> str | None:
+        return None
+
+
+NO_FAULTS = NoFaults()
+
+
+def check_crash(faults: FaultInjector, site: str, detail: str = "") -> bool:
+    """Ask ``site``; raise ``BrokerCrash`` on CRASH, return True on FAIL, False otherwise."""
+    action = faults.at(site, detail)
+    if action is None:
+        return False
+    if action == CRASH:
+        raise BrokerCrash(site)
+    return action == FAIL

@@ -1,0 +1,422 @@
+"""DefaultMessageStore: the facade over commit log, consume queues, checkpoint and their services.
+
+Lifecycle as RocketMQ's (2.3): ``load`` (abort file decides normal vs abnormal recovery),
+``start`` (re-dispatch from the consume queues' end, create the abort file), ``shutdown``
+(final flushes; the abort file goes only when everything was dispatched).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from . import message as codec
+from .checkpoint import StoreCheckpoint
+from .clock import Clock
+from .commit_log import CommitLog
+from .config import SYNC_FLUSH, MessageStoreConfig
+from .consume_queue import CQ_STORE_UNIT_SIZE, ConsumeQueue
+from .delay_level import parse_delay_level
+from .disk import Disk
+from .faults import NO_FAULTS, FaultInjector
+from .mapped_file import StoreLoadError
+from .put_status import PutMessageResult, PutMessageStatus
+from .service import PeriodicService
+
+ABORT_FILE = "abort"
+CONSUME_QUEUE_DIR = "consumequeue"
+
+PutHook = Callable[[codec.MessageExt], "PutMessageResult | None"]
+
+
+class GetMessageStatus:
+    FOUND = "FOUND"
+    NO_MATCHED_MESSAGE = "NO_MATCHED_MESSAGE"
+    MESSAGE_WAS_REMOVING = "MESSAGE_WAS_REMOVING"
+    OFFSET_FOUND_NULL = "OFFSET_FOUND_NULL"
+    OFFSET_OVERFLOW_BADLY = "OFFSET_OVERFLOW_BADLY"
+    OFFSET_OVERFLOW_ONE = "OFFSET_OVERFLOW_ONE"
+    OFFSET_TOO_SMALL = "OFFSET_TOO_SMALL"
+    NO_MATCHED_LOGIC_QUEUE = "NO_MATCHED_LOGIC_QUEUE"
+    NO_MESSAGE_IN_QUEUE = "NO_MESSAGE_IN_QUEUE"
+
+
+@dataclass(slots=True)
+class GetMessageResult:
+    status: str
+    next_begin_offset: int
+    min_offset: int = 0
+    max_offset: int = 0
+    messages: list[codec.MessageExt] = field(default_factory=list)
+
+
+def _ignore(message: str) -> None:
+    pass
+
+
+class DefaultMessageStore:
+    def __init__(
+        self,
+        disk: Disk,
+        config: MessageStoreConfig | None = None,
+        clock: Clock | None = None,
+        faults: FaultInjector = NO_FAULTS,
+        log: Callable[[str], None] = _ignore,
+    ) -> None:
+        from .clock import SystemClock
+
+        self.disk = disk
+        self.config = config or MessageStoreConfig()
+        self.clock = clock or SystemClock()
+        self.faults = faults
+        self.log = log
+        self.delay_level_table_ms = parse_delay_level(self.config.message_delay_level)
+        self.checkpoint: StoreCheckpoint | None = None
+        self.commit_log: CommitLog | None = None
+        self.consume_queue_table: dict[str, dict[int, ConsumeQueue]] = {}
+        self.put_hooks: list[PutHook] = []  # 5.x put hooks (delay / timer routing), first answer wins
+        self.put_listeners: list[Callable[[codec.MessageExt, PutMessageResult], None]] = []
+        self.arriving_listeners: list[Callable[[str, int, int], None]] = []  # (topic, queue_id, next queue offset)
+        self.new_message_listener: Callable[[], None] | None = None  # pokes the reput driver
+        self.last_exit_ok = True
+        self.load_error = ""
+        self.shutdown_flag = True
+        self.writeable = True
+        self.reput_from_offset = 0
+        self.services: list = []
+
+    # --- lifecycle -----------------------------------------------------------------------
+    def load(self) -> bool:
+        self.last_exit_ok = not self.disk.exists(ABORT_FILE)
+        self.checkpoint = StoreCheckpoint(self.disk)
+        self.commit_log = CommitLog(
+            self.disk, self.config, self.clock, self.faults, self.checkpoint, self.delay_level_table_ms, self.log
+        )
+        try:
+            self.commit_log.load()
+            self._load_consume_queues()
+        except StoreLoadError as error:
+            self.load_error = str(error)
+            return False
+        self._recover(self.last_exit_ok)
+        return True
+
+    def _load_consume_queues(self) -> None:
+        for topic in self.disk.listdir(CONSUME_QUEUE_DIR):
+            for qid_name in self.disk.listdir(f"{CONSUME_QUEUE_DIR}/{topic}"):
+                if not qid_name.lstrip("-").isdigit():
+                    continue
+                cq = self._new_consume_queue(topic, int(qid_name))
+                cq.load()
+
+    def _new_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
+        cq = ConsumeQueue(self.disk, topic, queue_id, self.config.mapped_file_size_consume_queue, log=self.log)
+        self.consume_queue_table.setdefault(topic, {})[queue_id] = cq
+        return cq
+
+    def _all_consume_queues(self) -> list[ConsumeQueue]:
+        return [
+            self.consume_queue_table[t][q]
+            for t in sorted(self.consume_queue_table)
+            for q in sorted(self.consume_queue_table[t])
+        ]
+
+    def _recover(self, last_exit_ok: bool) -> None:
+        max_phy_of_cq = -1
+        for cq in self._all_consume_queues():
+            cq.recover()
+            max_phy_of_cq = max(max_phy_of_cq, cq.max_physic_offset)
+        recover = self.commit_log.recover_normally if last_exit_ok else self.commit_log.recover_abnormally
+        recover(max_phy_of_cq, self._dispatch, self._truncate_dirty_logic_files, self._destroy_logics)
+        self._recover_topic_queue_table()
+
+    def _truncate_dirty_logic_files(self, phy_offset: int) -> None:
+        for cq in self._all_consume_queues():
+            cq.truncate_dirty_logic_files(phy_offset)
+
+    def _destroy_logics(self) -> None:
+        for cq in self._all_consume_queues():
+            cq.destroy_files()
+
+    def _recover_topic_queue_table(self) -> None:
+        table: dict[str, int] = {}
+        min_phy = self.commit_log.get_min_offset()
+        for cq in self._all_consume_queues():
+            table[f"{cq.topic}-{cq.queue_id}"] = cq.get_max_offset_in_queue()
+            cq.correct_min_offset(min_phy)
+        self.commit_log.topic_queue_table = table
+
+    def start(self, mono_ms: int) -> None:
+        """Re-dispatch what the consume queues lack, create the abort file, start the services."""
+        reput_from = self.commit_log.get_min_offset()
+        for cq in self._all_consume_queues():
+            reput_from = max(reput_from, cq.max_physic_offset)
+        self.reput_from_offset = max(reput_from, 0)
+        self.do_reput()
+        self._recover_topic_queue_table()
+        self.disk.write_file(ABORT_FILE, b"")
+        self.shutdown_flag = False
+        self.services = [ReputMessageService(self, mono_ms)]
+        if self.config.flush_disk_type != SYNC_FLUSH:
+            self.services.append(FlushCommitLogService(self, mono_ms))
+        self.services.append(FlushConsumeQueueService(self, mono_ms))
+
+    def shutdown(self) -> None:
+        self.shutdown_flag = True
+        self.do_reput()
+        self.commit_log.mfq.flush_all()
+        if self.commit_log.mfq.store_timestamp > 0:
+            self.checkpoint.physic_msg_timestamp = self.commit_log.mfq.store_timestamp
+        logics_ts = self.checkpoint.logics_msg_timestamp
+        for cq in self._all_consume_queues():
+            cq.mfq.flush_all()
+        self.checkpoint.logics_msg_timestamp = logics_ts
+        self.checkpoint.flush()
+        if self.writeable and self.dispatch_behind_bytes() == 0:
+            self.disk.delete(ABORT_FILE)
+
+    # --- put -----------------------------------------------------------------------------
+    def put_message(self, msg: codec.MessageExt) -> PutMessageResult:
+        if self.shutdown_flag or not self.writeable:
+            return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
+        for hook in self.put_hooks:
+            answer = hook(msg)
+            if answer is not None:
+                return answer
+        result = self.commit_log.put_message(msg)
+        if result.is_ok:
+            for listener in self.put_listeners:
+                listener(msg, result)
+            if self.new_message_listener is not None:
+                self.new_message_listener()
+        return result
+
+    # --- dispatch (ReputMessageService) --------------------------------------------------
+    def dispatch_behind_bytes(self) -> int:
+        return self.commit_log.get_confirm_offset() - self.reput_from_offset
+
+    def do_reput(self) -> int:
+        """Dispatch every record between reputFromOffset and the confirm offset; returns how many."""
+        log = self.commit_log
+        dispatched = 0
+        if self.reput_from_offset < log.get_min_offset():
+            self.reput_from_offset = log.get_min_offset()
+        while self.reput_from_offset < log.get_confirm_offset():
+            data = log.get_data(self.reput_from_offset)
+            if data is None:
+                break
+            end = min(len(data), log.get_confirm_offset() - self.reput_from_offset)
+            pos = 0
+            while pos < end:
+                req = log.check_message_and_return_size(data, pos, check_crc=False)
+                if req.success and req.msg_size > 0:
+                    self._dispatch(req)
+                    dispatched += 1
+                    pos += req.msg_size
+                elif req.success:  # blank record: continue in the next file
+                    self.reput_from_offset = log.roll_next_file(self.reput_from_offset)
+                    break
+                elif req.msg_size > 0:
+                    self.log(f"[BUG]read total count not equals msg total size at {self.reput_from_offset + pos}")
+                    pos += req.msg_size
+                else:  # unreadable: a master skips the rest of the buffer (4.9.8 doReput)
+                    self.log(f"reput: unreadable record at {self.reput_from_offset + pos}: {req.error}")
+                    self.reput_from_offset += end
+                    return dispatched
+            else:
+                self.reput_from_offset += pos
+                if pos == 0:
+                    break
+        return dispatched
+
+    def _dispatch(self, req: codec.DispatchRequest) -> None:
+        tran_type = req.sys_flag & 0xC
+        if tran_type not in (codec.TRANSACTION_NOT_TYPE, codec.TRANSACTION_COMMIT_TYPE):
+            return
+        cq = self.find_consume_queue(req.topic, req.queue_id)
+        cq.put_message_position_info(req.commit_log_offset, req.msg_size, req.tags_code, req.consume_queue_offset)
+        self.checkpoint.logics_msg_timestamp = req.store_timestamp
+        for listener in self.arriving_listeners:
+            listener(req.topic, req.queue_id, req.consume_queue_offset + 1)
+
+    # --- read ----------------------------------------------------------------------------
+    def find_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
+        queues = self.consume_queue_table.get(topic)
+        cq = queues.get(queue_id) if queues else None
+        return cq if cq is not None else self._new_consume_queue(topic, queue_id)
+
+    def get_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue | None:
+        queues = self.consume_queue_table.get(topic)
+        return queues.get(queue_id) if queues else None
+
+    def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        cq = self.get_consume_queue(topic, queue_id)
+        return cq.get_max_offset_in_queue() if cq else 0
+
+    def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        cq = self.get_consume_queue(topic, queue_id)
+        return cq.get_min_offset_in_queue() if cq else -1
+
+    def get_commit_log_offset_in_queue(self, topic: str, queue_id: int, cq_offset: int) -> int:
+        cq = self.get_consume_queue(topic, queue_id)
+        unit = cq.get_unit(cq_offset) if cq else None
+        return unit[0] if unit else 0
+
+    def check_in_disk_by_commit_offset(self, phy_offset: int) -> bool:
+        """True when the message is no longer in the page cache budget (accessMessageInMemoryMaxRatio)."""
+        memory = self.config.total_physical_memory_bytes * self.config.access_message_in_memory_max_ratio // 100
+        return self.commit_log.get_max_offset() - phy_offset > memory
+
+    def look_message_by_offset(self, phy_offset: int, size: int | None = None) -> codec.MessageExt | None:
+        if size is None:
+            head = self.commit_log.get_message(phy_offset, 4)
+            if head is None:
+                return None
+            size = int.from_bytes(head, "big", signed=True)
+            if size <= 0:
+                return None
+        raw = self.commit_log.get_message(phy_offset, size)
+        return None if raw is None else codec.decode_message(raw, 0)
+
+    def get_message_store_timestamp(self, topic: str, queue_id: int, cq_offset: int) -> int:
+        msg = self.look_message_by_offset(self.get_commit_log_offset_in_queue(topic, queue_id, cq_offset))
+        return msg.store_timestamp if msg else -1
+
+    def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
+        """First queue offset whose message was stored at or after ``timestamp_ms`` (binary search)."""
+        cq = self.get_consume_queue(topic, queue_id)
+        if cq is None:
+            return 0
+        lo, hi = cq.get_min_offset_in_queue(), cq.get_max_offset_in_queue()
+        while lo < hi:
+            mid = (lo + hi) // 2
+            unit = cq.get_unit(mid)
+            msg = self.look_message_by_offset(unit[0], unit[1]) if unit else None
+            if msg is None or msg.store_timestamp < timestamp_ms:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    def get_message(
+        self,
+        group: str,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_msg_nums: int,
+        tags_filter: Callable[[int], bool] | None = None,
+    ) -> GetMessageResult:
+        cq = self.find_consume_queue(topic, queue_id)  # created on demand, as RocketMQ does
+        min_offset, max_offset = cq.get_min_offset_in_queue(), cq.get_max_offset_in_queue()
+        result = GetMessageResult(GetMessageStatus.NO_MATCHED_MESSAGE, offset, min_offset, max_offset)
+        if max_offset == 0:
+            result.status, result.next_begin_offset = GetMessageStatus.NO_MESSAGE_IN_QUEUE, 0
+        elif offset < min_offset:
+            result.status, result.next_begin_offset = GetMessageStatus.OFFSET_TOO_SMALL, min_offset
+        elif offset == max_offset:
+            result.status = GetMessageStatus.OFFSET_OVERFLOW_ONE
+        elif offset > max_offset:
+            result.status, result.next_begin_offset = GetMessageStatus.OFFSET_OVERFLOW_BADLY, max_offset
+        else:
+            buf = cq.get_index_buffer(offset)
+            if buf is None:
+                result.status, result.next_begin_offset = GetMessageStatus.OFFSET_FOUND_NULL, cq.roll_next_file(offset)
+            else:
+                self._collect(result, buf, offset, max_msg_nums, tags_filter)
+        return result
+
+    def _collect(self, result: GetMessageResult, buf: bytes, offset: int, max_msg_nums: int,
+                 tags_filter: Callable[[int], bool] | None) -> None:
+        from .consume_queue import CQ_UNIT
+
+        limit = min(len(buf), max(16000, max_msg_nums * CQ_STORE_UNIT_SIZE))
+        next_phy_file_start = None
+        i = 0
+        while i < limit:
+            offset_py, size_py, tags_code = CQ_UNIT.unpack_from(buf, i)
+            if next_phy_file_start is not None and offset_py < next_phy_file_start:
+                i += CQ_STORE_UNIT_SIZE
+                continue
+            if len(result.messages) >= max_msg_nums:
+                break
+            if tags_filter is not None and not tags_filter(tags_code):
+                i += CQ_STORE_UNIT_SIZE
+                continue
+            raw = self.commit_log.get_message(offset_py, size_py) if size_py > 0 else None
+            msg = codec.decode_message(raw, 0) if raw else None
+            if msg is None:
+                if not result.messages:
+                    result.status = GetMessageStatus.MESSAGE_WAS_REMOVING
+                next_phy_file_start = self.commit_log.roll_next_file(offset_py)
+                i += CQ_STORE_UNIT_SIZE
+                continue
+            result.messages.append(msg)
+            result.status = GetMessageStatus.FOUND
+            next_phy_file_start = None
+            i += CQ_STORE_UNIT_SIZE
+        result.next_begin_offset = offset + i // CQ_STORE_UNIT_SIZE
+
+
+class ReputMessageService:
+    """Dispatches new commit-log records into consume queues every ``reput_interval_ms``."""
+
+    name = "reput"
+
+    def __init__(self, store: DefaultMessageStore, mono_ms: int) -> None:
+        self.store = store
+        self._last_mono = mono_ms
+
+    def next_wakeup_ms(self) -> int | None:
+        if self.store.dispatch_behind_bytes() > 0:
+            return self._last_mono + self.store.config.reput_interval_ms
+        return None
+
+    def step(self, mono_ms: int) -> None:
+        self._last_mono = mono_ms
+        self.store.do_reput()
+
+
+class FlushCommitLogService(PeriodicService):
+    """FlushRealTimeService: every 500 ms flush >= 4 dirty pages, every 10 s whatever is dirty."""
+
+    def __init__(self, store: DefaultMessageStore, mono_ms: int) -> None:
+        cfg = store.config
+        super().__init__("flush-commitlog", self._flush, cfg.flush_interval_commit_log_ms,
+                         cfg.flush_interval_commit_log_ms, mono_ms)
+        self.store = store
+        self._last_thorough_ms = mono_ms
+
+    def _flush(self, mono_ms: int) -> None:
+        cfg = self.store.config
+        least_pages = cfg.flush_commit_log_least_pages
+        if mono_ms >= self._last_thorough_ms + cfg.flush_commit_log_thorough_interval_ms:
+            self._last_thorough_ms = mono_ms
+            least_pages = 0
+        self.store.commit_log.flush(least_pages)
+
+
+class FlushConsumeQueueService(PeriodicService):
+    """Every second flush >= 2 dirty pages per queue; every 60 s all of it plus the checkpoint."""
+
+    def __init__(self, store: DefaultMessageStore, mono_ms: int) -> None:
+        cfg = store.config
+        super().__init__("flush-consumequeue", self._flush, cfg.flush_interval_consume_queue_ms,
+                         cfg.flush_interval_consume_queue_ms, mono_ms)
+        self.store = store
+        self._last_thorough_ms = mono_ms
+
+    def _flush(self, mono_ms: int) -> None:
+        cfg = self.store.config
+        least_pages = cfg.flush_consume_queue_least_pages
+        logics_ts = 0
+        if mono_ms >= self._last_thorough_ms + cfg.flush_consume_queue_thorough_interval_ms:
+            self._last_thorough_ms = mono_ms
+            least_pages = 0
+            logics_ts = self.store.checkpoint.logics_msg_timestamp
+        for cq in self.store._all_consume_queues():
+            cq.flush(least_pages)
+        if least_pages == 0:
+            if logics_ts > 0:
+                self.store.checkpoint.logics_msg_timestamp = logics_ts
+            self.store.checkpoint.flush()

@@ -1,0 +1,42 @@
+"""Named switches that put back one historical RocketMQ bug each (ROCKETMQ.md section 8).
+
+The store reads a run's mutant set once, at construction, into plain booleans: a clean build
+pays nothing on the hot path for the switches' existence.
+"""
+
+from __future__ import annotations
+
+CATALOGUE: dict[str, str] = {
+    # Delay levels (ScheduleMessageService)
+    "skip_failed_delivery": "#9249 (5.0-5.3.2): a failed delivery reschedules at currOffset+1 and loses the message",
+    "no_correct_delay_offset": "#1869 (<=4.9.1): delayOffset.json past the level's CQ max is never clamped",
+    "no_persist_at_shutdown": "#3473 (<=4.9.2): delay offsets are not persisted on graceful shutdown",
+    "offset_from_task_start": "#3966 (4.9.3): the recorded delay offset is the task's start offset + 1",
+    "persist_before_load": "#6881 (5.0-5.1.1): the empty offset table is persisted before load() reads it",
+    "drop_on_exception": "E1 Timer era (<=4.9.2): an exception while rebuilding a due message drops it",
+    "no_correct_deliver_timestamp": "drop correctDeliverTimestamp: a clock step back makes messages wait too long",
+    # Retry / DLQ
+    "dlq_keeps_delay": "#2724 (<=4.9.1): the DLQ copy keeps DELAY and detours through SCHEDULE_TOPIC_XXXX",
+    "dlq_threshold_gt": "'>' instead of '>=' for max reconsume times: one retry too many before the DLQ",
+    "retry_level_2_plus_r": "retry level 2 + reconsumeTimes instead of 3 + reconsumeTimes",
+    "commit_on_failed_send_back": "client-go #976 / client-cpp #209: the offset is committed although send-back failed",
+    # Offsets
+    "commit_max_offset": "commit the largest instead of the smallest un-acked offset of a ProcessQueue",
+    # Recovery
+    "zero_on_truncate": "truncation zeroes the consume-queue tail (hides #495's stale units)",
+    # Timer wheel
+    "timer_no_queue_offset_clamp": "#7480 (<5.3.2): the timer queue offset from timercheck is not clamped into the CQ",
+    "timer_drop_after_first_failure": "drop a timer message after its first failed put",
+    "timer_read_time_early": "advance the timer read time before the slot's puts finish",
+}
+
+
+class UnknownMutant(ValueError):
+    pass
+
+
+def validate(names) -> frozenset[str]:
+    unknown = sorted(set(names) - set(CATALOGUE))
+    if unknown:
+        raise UnknownMutant(f"unknown mutant {unknown[0]!r}; known: {', '.join(sorted(CATALOGUE))}")
+    return frozenset(names)

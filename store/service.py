@@ -1,0 +1,42 @@
+"""Sans-IO services: every RocketMQ service thread becomes an object with a step method.
+
+``step(mono_ms)`` does what is due at ``mono_ms``; ``next_wakeup_ms()`` says when the service next
+has work (None: only when something pokes it). Both are in *monotonic* driver milliseconds, as
+Java's executors and sleeps are: a wall-clock step (a fault) moves the broker's ``Clock`` and the
+timestamps it stamps, never the schedule of the service threads. Drivers own time: the SimPy processes in
+``sim/`` and the real-clock loop in ``store/driver.py`` run the same objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+
+class Service(Protocol):
+    name: str
+
+    def step(self, mono_ms: int) -> None: ...
+
+    def next_wakeup_ms(self) -> int | None: ...
+
+
+class PeriodicService:
+    """Runs ``task(mono_ms)`` every ``interval_ms`` after a first delay (a ScheduledExecutor task)."""
+
+    def __init__(
+        self, name: str, task: Callable[[int], None], interval_ms: int, first_delay_ms: int, start_ms: int
+    ) -> None:
+        self.name = name
+        self.task = task
+        self.interval_ms = interval_ms
+        self._next_ms = start_ms + first_delay_ms
+
+    def next_wakeup_ms(self) -> int | None:
+        return self._next_ms
+
+    def step(self, mono_ms: int) -> None:
+        if mono_ms < self._next_ms:
+            return
+        self._next_ms = mono_ms + self.interval_ms
+        self.task(mono_ms)
