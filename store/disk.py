@@ -6,7 +6,8 @@ kinds of a broker host:
 
 * a *process crash* (kill -9) keeps every write (the page cache survives): nothing to do;
 * a *power failure* keeps only flushed bytes, except that a prefix of the unflushed range may
-  have reached the platter (a torn write), chosen by the caller's ``random.Random``.
+  have reached the platter (a torn write), chosen by the caller's ``random.Random``. The tear falls
+  on a 512-byte sector boundary: a sector is written whole or not at all.
 
 File length is data, not metadata: a file truncated and rewritten in place (a config file) but
 never flushed comes back short or empty after a power failure, like #5905's 0-byte files.
@@ -170,6 +171,9 @@ class OsDisk:
 # In-memory files with crash semantics
 
 
+SECTOR_SIZE = 512
+
+
 class _MemFile:
     """One file: what the page cache holds (``data``) and what is on the platter (``durable``)."""
 
@@ -221,7 +225,9 @@ class _MemFile:
         if self.dirty_lo < 0:
             return 0
         lo, hi = self.dirty_lo, self.dirty_hi
-        torn = rng.randrange(0, hi - lo + 1)
+        first_boundary = (lo // SECTOR_SIZE + 1) * SECTOR_SIZE
+        cuts = [lo, *range(first_boundary, hi, SECTOR_SIZE), hi]
+        torn = rng.choice(cuts) - lo
         survived = bytearray(self.durable)
         if len(survived) < lo + torn:
             survived.extend(bytes(lo + torn - len(survived)))

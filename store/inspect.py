@@ -37,13 +37,13 @@ size, as dispatch does. Consume queues (2.1, 2.5): 20-byte units, a queue ends a
 
 from __future__ import annotations
 
-import importlib
 import json
 import mmap
 import os
 import struct
 from datetime import UTC, datetime
 
+from . import fastjson
 from . import message as codec
 
 CQ_UNIT_SIZE = 20
@@ -255,18 +255,6 @@ def _inspect_consume_queue(directory: str, max_entries: int | None) -> dict:
 
 
 # --- config, checkpoint --------------------------------------------------------------------------------------
-def _load_json(text: str) -> object:
-    """fastjson's dialect (bare integer keys, object keys) when store.fastjson exists, else strict JSON."""
-    module_name = f"{__package__}.fastjson"
-    try:
-        fastjson = importlib.import_module(module_name)  # lazily: inspect also works before it exists
-    except ModuleNotFoundError as missing:
-        if missing.name != module_name:
-            raise
-        return json.loads(text)
-    return fastjson.loads(text)
-
-
 def _key_text(key: object) -> str:
     if isinstance(key, str):
         return key
@@ -299,7 +287,7 @@ def _inspect_config(directory: str) -> dict:
         try:
             with open(path, encoding="utf-8") as f:
                 text = f.read()
-            result[name] = _json_safe(_load_json(text))
+            result[name] = _json_safe(fastjson.loads(text))
         except Exception as error:  # noqa: BLE001 - any unreadable file is reported, never fatal
             result[name] = {"error": f"{type(error).__name__}: {error}"}
     return result

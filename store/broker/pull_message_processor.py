@@ -1,0 +1,169 @@
+"""PullMessageProcessor and PullRequestHoldService (long polling), 4.9.8 semantics (2.2, 5.1)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..client.api import (
+    MQBrokerException,
+    PullCallback,
+    PullMessageRequest,
+    PullResult,
+    PullStatus,
+    ResponseCode,
+)
+from ..consumer_offset import ConsumerOffsetManager
+from ..message import tags_string_to_tags_code
+from ..message_store import DefaultMessageStore, GetMessageStatus
+from ..subscription_group import SubscriptionGroupManager
+from ..topic_config import TopicConfigManager, is_readable
+
+BROKER_SUSPEND_MAX_TIME_MS = 15_000  # the client's brokerSuspendMaxTimeMillis
+HOLD_CHECK_INTERVAL_MS = 5000  # PullRequestHoldService with long polling
+
+_STATUS_TO_CODE = {
+    GetMessageStatus.FOUND: ResponseCode.SUCCESS,
+    GetMessageStatus.MESSAGE_WAS_REMOVING: ResponseCode.PULL_RETRY_IMMEDIATELY,
+    GetMessageStatus.NO_MATCHED_MESSAGE: ResponseCode.PULL_RETRY_IMMEDIATELY,
+    GetMessageStatus.OFFSET_FOUND_NULL: ResponseCode.PULL_NOT_FOUND,
+    GetMessageStatus.OFFSET_OVERFLOW_ONE: ResponseCode.PULL_NOT_FOUND,
+    GetMessageStatus.OFFSET_OVERFLOW_BADLY: ResponseCode.PULL_OFFSET_MOVED,
+    GetMessageStatus.OFFSET_TOO_SMALL: ResponseCode.PULL_OFFSET_MOVED,
+}
+_CODE_TO_PULL_STATUS = {
+    ResponseCode.SUCCESS: PullStatus.FOUND,
+    ResponseCode.PULL_NOT_FOUND: PullStatus.NO_NEW_MSG,
+    ResponseCode.PULL_RETRY_IMMEDIATELY: PullStatus.NO_MATCHED_MSG,
+    ResponseCode.PULL_OFFSET_MOVED: PullStatus.OFFSET_ILLEGAL,
+}
+
+
+def tags_filter_of(sub_expression: str) -> Callable[[int], bool] | None:
+    """The broker's tag-hash filter for ``"TagA || TagB"``; None for ``*``."""
+    expr = sub_expression.strip()
+    if not expr or expr == "*":
+        return None
+    codes = {tags_string_to_tags_code(tag.strip()) for tag in expr.split("||") if tag.strip()}
+    return codes.__contains__
+
+
+@dataclass(slots=True)
+class _HeldRequest:
+    request: PullMessageRequest
+    callback: PullCallback
+    suspend_mono_ms: int
+
+
+class PullMessageProcessor:
+    def __init__(
+        self,
+        store: DefaultMessageStore,
+        topics: TopicConfigManager,
+        groups: SubscriptionGroupManager,
+        offsets: ConsumerOffsetManager,
+        *,
+        client_host: str = "127.0.0.1",
+        overflow_badly_to_min: bool = False,
+    ) -> None:
+        self.store = store
+        self.topics = topics
+        self.groups = groups
+        self.offsets = offsets
+        self.overflow_badly_to_min = overflow_badly_to_min  # <= 4.9.3 (#4215)
+        self.client_host = client_host
+        self.held: dict[tuple[str, int], list[_HeldRequest]] = {}
+        self.now_mono_ms = 0
+
+    def process(self, request: PullMessageRequest, callback: PullCallback, allow_suspend: bool = True) -> None:
+        """Answer now through ``callback``, or hold the request until a message arrives (long polling)."""
+        try:
+            code, result = self._pull(request)
+        except MQBrokerException as error:
+            callback(error)
+            return
+        if code == ResponseCode.PULL_NOT_FOUND and allow_suspend and request.suspend:
+            key = (request.topic, request.queue_id)
+            self.held.setdefault(key, []).append(_HeldRequest(request, callback, self.now_mono_ms))
+        else:
+            callback(result)
+        if allow_suspend and request.commit_offset > 0:
+            self.offsets.commit_offset(self.client_host, request.consumer_group, request.topic,
+                                       request.queue_id, request.commit_offset)
+
+    def _pull(self, request: PullMessageRequest) -> tuple[int, PullResult]:
+        sgc = self.groups.find_subscription_group_config(request.consumer_group)
+        if sgc is None:
+            raise MQBrokerException(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                                    f"subscription group [{request.consumer_group}] does not exist")
+        if not sgc.consume_enable:
+            raise MQBrokerException(ResponseCode.NO_PERMISSION, "subscription group no permission")
+        tc = self.topics.select_topic_config(request.topic)
+        if tc is None:
+            raise MQBrokerException(ResponseCode.TOPIC_NOT_EXIST, f"topic[{request.topic}] not exist")
+        if not is_readable(tc.perm):
+            raise MQBrokerException(ResponseCode.NO_PERMISSION, f"the topic[{request.topic}] pulling is forbidden")
+        if request.queue_id < 0 or request.queue_id >= tc.read_queue_nums:
+            raise MQBrokerException(ResponseCode.SYSTEM_ERROR, f"queueId[{request.queue_id}] is illegal")
+        got = self.store.get_message(request.consumer_group, request.topic, request.queue_id,
+                                     request.queue_offset, request.max_msg_nums,
+                                     tags_filter_of(request.sub_expression))
+        if got.status in (GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, GetMessageStatus.NO_MESSAGE_IN_QUEUE):
+            code = ResponseCode.PULL_OFFSET_MOVED if request.queue_offset != 0 else ResponseCode.PULL_NOT_FOUND
+        else:
+            code = _STATUS_TO_CODE[got.status]
+        next_begin = got.next_begin_offset
+        if got.status == GetMessageStatus.OFFSET_OVERFLOW_BADLY and self.overflow_badly_to_min and got.min_offset == 0:
+            next_begin = 0  # <= 4.9.3 (#4215): the whole queue is consumed again
+        return code, PullResult(_CODE_TO_PULL_STATUS[code], next_begin, got.min_offset, got.max_offset,
+                                got.messages if code == ResponseCode.SUCCESS else [])
+
+    # --- long polling ----------------------------------------------------------------------
+    def notify_message_arriving(self, topic: str, queue_id: int, max_offset: int) -> None:
+        """Wake the held pulls of this queue that now have something to read (or have timed out)."""
+        waiting = self.held.get((topic, queue_id))
+        if not waiting:
+            return
+        still: list[_HeldRequest] = []
+        woken: list[_HeldRequest] = []
+        for held in waiting:
+            timed_out = self.now_mono_ms >= held.suspend_mono_ms + BROKER_SUSPEND_MAX_TIME_MS
+            (woken if max_offset > held.request.queue_offset or timed_out else still).append(held)
+        if still:
+            self.held[(topic, queue_id)] = still
+        else:
+            del self.held[(topic, queue_id)]
+        for held in woken:
+            self.process(held.request, held.callback, allow_suspend=False)
+
+    def drop_held(self) -> list[_HeldRequest]:
+        """A crash or shutdown: the held requests are never answered by this broker."""
+        dropped = [h for key in sorted(self.held) for h in self.held[key]]
+        self.held.clear()
+        return dropped
+
+
+class PullRequestHoldService:
+    """Every 5 s re-check every held pull (new messages or the 15 s suspend timeout)."""
+
+    name = "pull-request-hold"
+
+    def __init__(self, processor: PullMessageProcessor, mono_ms: int) -> None:
+        self.processor = processor
+        self.at_mono_ms = mono_ms + HOLD_CHECK_INTERVAL_MS
+
+    def next_wakeup_ms(self) -> int | None:
+        if not self.processor.held:
+            return None
+        while self.at_mono_ms < self.processor.now_mono_ms:  # keep the 5 s grid across idle stretches
+            self.at_mono_ms += HOLD_CHECK_INTERVAL_MS
+        return self.at_mono_ms
+
+    def step(self, mono_ms: int) -> None:
+        if mono_ms < self.at_mono_ms:
+            return
+        self.at_mono_ms = mono_ms + HOLD_CHECK_INTERVAL_MS
+        self.processor.now_mono_ms = mono_ms
+        store = self.processor.store
+        for topic, queue_id in sorted(self.processor.held):
+            self.processor.notify_message_arriving(topic, queue_id, store.get_max_offset_in_queue(topic, queue_id))

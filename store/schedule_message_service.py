@@ -1,0 +1,441 @@
+"""ScheduleMessageService: delivers delay-level messages from SCHEDULE_TOPIC_XXXX (ROCKETMQ.md 3).
+
+One ``DeliverDelayedMessageTimerTask`` chain per level, each a sans-IO service; the offset table
+is persisted to ``config/delayOffset.json`` every ``flushDelayOffsetInterval`` and at shutdown.
+Two eras are modelled: 5.3.3 (E5, the default) and 4.9.8 (E3); the historical bugs of the other
+eras come back as mutants (store/mutants.py).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+
+from . import message as codec
+from .commit_log import SCHEDULE_TOPIC
+from .config_manager import ConfigManager
+from .consume_queue import CQ_UNIT
+from .data_version import DataVersion
+from .fastjson import dumps, loads
+from .faults import SITE_SCHEDULE_DELIVER, BrokerCrash, check_crash
+from .message_store import DefaultMessageStore
+from .put_status import PutMessageResult, PutMessageStatus
+from .service import PeriodicService
+
+FIRST_DELAY_TIME_MS = 1000
+DELAY_FOR_A_WHILE_MS = 100
+DELAY_FOR_A_PERIOD_MS = 10_000
+DELAY_FOR_A_SLEEP_MS = 10
+DELAY_OFFSET_UPDATE_VERSION_STEP = 200
+RMQ_SYS_TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
+SCHEDULE_TOPIC_QUEUE_NUM = 18
+
+DeliverListener = Callable[[codec.MessageExt, int, int, PutMessageResult], None]
+
+
+def delay_level_to_queue_id(level: int) -> int:
+    return level - 1
+
+
+def queue_id_to_delay_level(queue_id: int) -> int:
+    return queue_id + 1
+
+
+class ScheduleMessageService(ConfigManager):
+    def __init__(
+        self,
+        store: DefaultMessageStore,
+        *,
+        mutants: frozenset[str] = frozenset(),
+        persist_mode: str | None = None,
+        log: Callable[[str], None] | None = None,
+    ) -> None:
+        era4 = store.config.is_era_4
+        super().__init__(
+            store.disk,
+            "config/delayOffset.json",
+            faults=store.faults,
+            persist_mode=persist_mode or ("4.x" if era4 else "5.3.3"),
+        )
+        self.store = store
+        self.clock = store.clock
+        self.era4 = era4
+        self.log = log or store.log
+        self.offset_table: dict[int, int] = {}
+        self.delay_level_table_ms = dict(store.delay_level_table_ms)
+        self.max_delay_level = max(self.delay_level_table_ms)
+        self.data_version = DataVersion.now(store.clock)
+        self._updates_since_version = 0
+        self.started = False
+        self.async_deliver = store.config.enable_schedule_async_deliver
+        self.max_pending_limit = store.config.schedule_async_deliver_max_pending_limit
+        self.max_resend_num_to_block = store.config.schedule_async_deliver_max_resend_num_2_blocked
+        self.deliver_listeners: list[DeliverListener] = []
+        self.tasks: dict[int, DeliverDelayedMessageTimerTask] = {}
+        self.put_result_tasks: dict[int, HandlePutResultTask] = {}
+        self.persist_service: PeriodicService | None = None
+        # Idle skipping (a driver's choice, not RocketMQ's): an idle level sleeps until its next poll that
+        # can see a change, on the same 100 ms grid, instead of polling; the history stays identical.
+        self.idle_skip = False
+        self.mono_now: Callable[[], int] = lambda: 0
+        # Mutants, read once.
+        self.m_skip_failed_delivery = "skip_failed_delivery" in mutants
+        self.m_no_correct_delay_offset = "no_correct_delay_offset" in mutants
+        self.m_no_persist_at_shutdown = "no_persist_at_shutdown" in mutants
+        self.m_offset_from_task_start = "offset_from_task_start" in mutants
+        self.m_drop_on_exception = "drop_on_exception" in mutants
+        self.m_no_correct_deliver_timestamp = "no_correct_deliver_timestamp" in mutants
+
+    # --- ConfigManager -------------------------------------------------------------------
+    def encode(self, pretty: bool = True) -> str:
+        table = {level: self.offset_table[level] for level in sorted(self.offset_table)}
+        if self.era4:
+            return dumps({"offsetTable": table}, pretty=pretty)
+        return dumps({"dataVersion": self.data_version.to_json("5.x"), "offsetTable": table}, pretty=pretty)
+
+    def decode(self, text: str) -> None:
+        obj = loads(text)
+        if not isinstance(obj, dict):
+            raise ValueError("delayOffset.json is not an object")
+        table = obj.get("offsetTable") or {}
+        self.offset_table.update({int(level): int(offset) for level, offset in table.items()})
+        if "dataVersion" in obj:
+            self.data_version = DataVersion.from_json(obj["dataVersion"])
+
+    # --- load / start / stop -------------------------------------------------------------
+    def load(self) -> bool:
+        ok = super().load()
+        if ok and not self.m_no_correct_delay_offset:
+            self.correct_delay_offset()
+        return ok
+
+    def correct_delay_offset(self) -> None:
+        """Clamp each level's offset into its consume queue's [min, max] (4.9.2+, #1869)."""
+        for level in sorted(self.offset_table):
+            cq = self.store.get_consume_queue(SCHEDULE_TOPIC, delay_level_to_queue_id(level))
+            if cq is None:
+                continue
+            offset = self.offset_table[level]
+            low, high = cq.get_min_offset_in_queue(), cq.get_max_offset_in_queue()
+            corrected = low if offset < low else high if offset > high else offset
+            if corrected != offset:
+                self.log(f"schedule CQ offset invalid, level {level}: correct delay offset from {offset} to {corrected}")
+                self.offset_table[level] = corrected
+
+    def start(self, mono_ms: int) -> None:
+        self.load()
+        self.started = True
+        for level in sorted(self.delay_level_table_ms):
+            offset = self.offset_table.get(level, 0)
+            self.tasks[level] = DeliverDelayedMessageTimerTask(self, level, offset, mono_ms + FIRST_DELAY_TIME_MS)
+            if self.async_deliver:
+                self.put_result_tasks[level] = HandlePutResultTask(self, level, mono_ms + FIRST_DELAY_TIME_MS)
+        interval = self.store.config.flush_delay_offset_interval_ms
+        self.persist_service = PeriodicService("delay-offset-persist", lambda _m: self.persist(), interval, interval,
+                                               mono_ms)
+
+    def shutdown(self) -> None:
+        if not self.started:
+            return
+        self.started = False
+        if not self.m_no_persist_at_shutdown:
+            self.persist()
+
+    @property
+    def services(self) -> list:
+        out: list = [self.tasks[level] for level in sorted(self.tasks)]
+        out += [self.put_result_tasks[level] for level in sorted(self.put_result_tasks)]
+        if self.persist_service is not None:
+            out.append(self.persist_service)
+        return out
+
+    # --- the table -----------------------------------------------------------------------
+    def update_offset(self, level: int, offset: int) -> None:
+        self.offset_table[level] = offset
+        self._updates_since_version += 1
+        if self._updates_since_version % DELAY_OFFSET_UPDATE_VERSION_STEP == 0:
+            self.data_version.next_version(self.clock)
+
+    def account_skipped_updates(self, count: int, first_mono_ms: int, grid_ms: int) -> None:
+        """What ``count`` skipped not-due polls would have done to the version counter (E4/E5 updateOffset)."""
+        now_mono, now_wall = self.mono_now(), self.clock.now_ms()
+        for j in range(count):
+            self._updates_since_version += 1
+            if self._updates_since_version % DELAY_OFFSET_UPDATE_VERSION_STEP == 0:
+                self.data_version.timestamp_ms = now_wall - (now_mono - (first_mono_ms + j * grid_ms))
+                self.data_version.counter += 1
+
+    def compute_deliver_timestamp(self, level: int, store_timestamp: int) -> int:
+        return store_timestamp + self.delay_level_table_ms.get(level, 1000)
+
+    def correct_deliver_timestamp(self, now_ms: int, deliver_ms: int, level: int) -> int:
+        """A deliver time more than one level-delay ahead (clock stepped back) means: deliver now."""
+        if self.m_no_correct_deliver_timestamp:
+            return deliver_ms
+        max_ms = now_ms + self.delay_level_table_ms.get(level, 1000)
+        return now_ms if deliver_ms > max_ms else deliver_ms
+
+    # --- building and putting the real message ------------------------------------------
+    def message_timeup(self, msg_ext: codec.MessageExt) -> codec.MessageExt:
+        """The message to put back: the property *string* still carries DELAY/REAL_TOPIC/REAL_QID (1.2)."""
+        props = msg_ext.properties  # the same map object, as in Java
+        inner = codec.MessageExt(
+            topic=msg_ext.topic,
+            body=msg_ext.body,
+            flag=msg_ext.flag,
+            properties=props,
+            properties_string=codec.message_properties_to_string(props),
+            sys_flag=msg_ext.sys_flag,
+            born_timestamp=msg_ext.born_timestamp,
+            born_host=msg_ext.born_host,
+            store_host=msg_ext.store_host,
+            reconsume_times=msg_ext.reconsume_times,
+        )
+        inner.tags_code = codec.tags_string_to_tags_code(props.get(codec.PROPERTY_TAGS))
+        props[codec.PROPERTY_WAIT_STORE_MSG_OK] = "false"
+        props.pop(codec.PROPERTY_DELAY_TIME_LEVEL, None)
+        if not self.era4:
+            props.pop(codec.PROPERTY_TIMER_DELIVER_MS, None)
+            props.pop(codec.PROPERTY_TIMER_DELAY_SEC, None)
+        inner.topic = props.get(codec.PROPERTY_REAL_TOPIC) or ""
+        inner.queue_id = int(props[codec.PROPERTY_REAL_QUEUE_ID])  # KeyError/ValueError: the exception path
+        return inner
+
+    def put_due_message(self, inner: codec.MessageExt) -> PutMessageResult:
+        if check_crash(self.store.faults, SITE_SCHEDULE_DELIVER, inner.topic):
+            return PutMessageResult(PutMessageStatus.OS_PAGE_CACHE_BUSY)
+        return self.store.put_message(inner)
+
+    def _delivered(self, inner: codec.MessageExt, level: int, due_ms: int, result: PutMessageResult) -> None:
+        for listener in self.deliver_listeners:
+            listener(inner, level, due_ms, result)
+
+
+class DeliverDelayedMessageTimerTask:
+    """One level's self-rescheduling task: scan the level's queue, put back what is due."""
+
+    def __init__(self, svc: ScheduleMessageService, level: int, offset: int, at_mono_ms: int) -> None:
+        self.svc = svc
+        self.level = level
+        self.name = f"schedule-level-{level}"
+        self.offset = offset
+        self.at_mono_ms = at_mono_ms
+        self._now_mono = at_mono_ms
+        self.idle: tuple | None = None  # ("data",) or ("due", tags_code): what the last poll waited for
+
+    def next_wakeup_ms(self) -> int | None:
+        svc = self.svc
+        if not svc.started:
+            return None
+        if not svc.idle_skip or self.idle is None:
+            return self.at_mono_ms
+        now_mono = svc.mono_now()
+        if self.idle[0] == "data":
+            cq = svc.store.get_consume_queue(SCHEDULE_TOPIC, delay_level_to_queue_id(self.level))
+            if cq is None or cq.get_max_offset_in_queue() <= self.offset:
+                return None
+            target = now_mono
+        else:
+            now_wall = svc.clock.now_ms()
+            deliver_ms = svc.correct_deliver_timestamp(now_wall, self.idle[1], self.level)
+            target = now_mono + max(0, deliver_ms - now_wall)
+        if target <= self.at_mono_ms:
+            return self.at_mono_ms
+        polls = -(-(target - self.at_mono_ms) // DELAY_FOR_A_WHILE_MS)
+        return self.at_mono_ms + polls * DELAY_FOR_A_WHILE_MS
+
+    def step(self, mono_ms: int) -> None:
+        if mono_ms < self.at_mono_ms or not self.svc.started:
+            return
+        if self.idle is not None and self.idle[0] == "due" and not self.svc.era4:
+            skipped = (mono_ms - self.at_mono_ms) // DELAY_FOR_A_WHILE_MS
+            if skipped:
+                self.svc.account_skipped_updates(skipped, self.at_mono_ms, DELAY_FOR_A_WHILE_MS)
+        self._now_mono = mono_ms
+        self.idle = None
+        try:
+            self.execute_on_timeup()
+        except BrokerCrash:
+            raise
+        except Exception as error:  # run(): an Exception escaping executeOnTimeup
+            self.svc.log(f"ScheduleMessageService, executeOnTimeup exception: {error!r}")
+            self.schedule_next(self.offset, DELAY_FOR_A_PERIOD_MS)
+
+    def schedule_next(self, offset: int, delay_ms: int) -> None:
+        self.offset = offset
+        self.at_mono_ms = self._now_mono + delay_ms
+
+    def execute_on_timeup(self) -> None:
+        svc, level = self.svc, self.level
+        store = svc.store
+        cq = store.get_consume_queue(SCHEDULE_TOPIC, delay_level_to_queue_id(level))
+        if cq is None:
+            self.idle = ("data",)
+            self.schedule_next(self.offset, DELAY_FOR_A_WHILE_MS)
+            return
+        buf = cq.get_index_buffer(self.offset)
+        if buf is None:
+            reset = self.offset
+            if cq.get_min_offset_in_queue() > self.offset:
+                reset = cq.get_min_offset_in_queue()
+            elif cq.get_max_offset_in_queue() < self.offset:
+                reset = cq.get_max_offset_in_queue()
+            if reset != self.offset:
+                svc.log(f"schedule CQ offset invalid. offset={self.offset}, level={level}, reset to {reset}")
+            else:
+                self.idle = ("data",)
+            self.schedule_next(reset, DELAY_FOR_A_WHILE_MS)
+            return
+
+        next_offset = self.offset
+        scanned = 0
+        try:
+            for phy, size, tags_code in CQ_UNIT.iter_unpack(buf):
+                if not svc.started:
+                    break
+                curr_offset = self.offset + scanned
+                scanned += 1
+                now_ms = svc.clock.now_ms()
+                deliver_ms = svc.correct_deliver_timestamp(now_ms, tags_code, level)
+                # E4/E5 compute nextOffset = currOffset + 1 before delivering; E3 keeps the unit's index.
+                next_offset = curr_offset if svc.era4 else curr_offset + 1
+                if deliver_ms - now_ms > 0:
+                    if scanned == 1:
+                        self.idle = ("due", tags_code)
+                    self.schedule_next(curr_offset, DELAY_FOR_A_WHILE_MS)
+                    if not svc.era4:
+                        svc.update_offset(level, curr_offset)
+                    return
+                msg_ext = store.look_message_by_offset(phy, size)
+                if msg_ext is None:
+                    continue  # commit log expired / unreadable: skipped silently
+                try:
+                    inner = svc.message_timeup(msg_ext)
+                except BrokerCrash:
+                    raise
+                except Exception as error:
+                    if not svc.m_drop_on_exception:
+                        raise
+                    svc.log(f"messageTimeup execute error, drop it. msgId={msg_ext.uniq_key} {error!r}")
+                    continue
+                if inner.topic == RMQ_SYS_TRANS_HALF_TOPIC:
+                    svc.log(f"[BUG] the real topic of schedule msg is {inner.topic}, discard the msg")
+                    continue
+                if svc.async_deliver:
+                    delivered = self._async_deliver(inner, curr_offset, phy, size, tags_code)
+                else:
+                    delivered = self._sync_deliver(inner, curr_offset, tags_code)
+                if not delivered:
+                    retry_at = curr_offset + 1 if (svc.m_skip_failed_delivery and not svc.era4) else curr_offset
+                    self.schedule_next(retry_at, DELAY_FOR_A_WHILE_MS)
+                    return
+            next_offset = self.offset + scanned
+        except BrokerCrash:
+            raise
+        except Exception as error:
+            # E3: nextOffset still names the failing unit (retried); E4/E5: it is already past it (skipped).
+            svc.log(f"ScheduleMessageService, messageTimeup execute error, offset={next_offset}: {error!r}")
+        self.schedule_next(next_offset, DELAY_FOR_A_WHILE_MS)
+
+    def _recorded_offset(self, curr_offset: int) -> int:
+        return (self.offset if self.svc.m_offset_from_task_start else curr_offset) + 1
+
+    def _sync_deliver(self, inner: codec.MessageExt, curr_offset: int, due_ms: int) -> bool:
+        result = self.svc.put_due_message(inner)
+        self.svc._delivered(inner, self.level, due_ms, result)
+        if result.is_ok:
+            self.svc.update_offset(self.level, self._recorded_offset(curr_offset))
+            return True
+        self.svc.log(f"ScheduleMessageService, a message time up, but reput it failed, level {self.level} "
+                     f"offset {curr_offset}: {result.status}")
+        return False
+
+    def _async_deliver(self, inner: codec.MessageExt, curr_offset: int, phy: int, size: int, due_ms: int) -> bool:
+        svc = self.svc
+        pending = svc.put_result_tasks[self.level].pending
+        if len(pending) > svc.max_pending_limit:
+            svc.log(f"Asynchronous deliver triggers flow control, level {self.level}")
+            return False
+        if pending and pending[0].resend_count > svc.max_resend_num_to_block:
+            svc.log(f"Asynchronous deliver block, level {self.level}")
+            return False
+        result = svc.put_due_message(inner)
+        svc._delivered(inner, self.level, due_ms, result)
+        pending.append(PutResultProcess(self._recorded_offset(curr_offset) - 1, phy, size, due_ms, result.is_ok))
+        return True
+
+
+class PutResultProcess:
+    """One asynchronous delivery waiting for HandlePutResultTask (status SUCCESS/EXCEPTION/SKIP)."""
+
+    __slots__ = ("offset", "physic_offset", "physic_size", "due_ms", "status", "resend_count", "resend_at_mono")
+
+    def __init__(self, offset: int, physic_offset: int, physic_size: int, due_ms: int, ok: bool) -> None:
+        self.offset = offset
+        self.physic_offset = physic_offset
+        self.physic_size = physic_size
+        self.due_ms = due_ms
+        self.status = "SUCCESS" if ok else "EXCEPTION"
+        self.resend_count = 0
+        self.resend_at_mono: int | None = None
+
+
+class HandlePutResultTask:
+    """Every 10 ms: commit finished async puts in CQ order; resend failed ones with back-off."""
+
+    def __init__(self, svc: ScheduleMessageService, level: int, at_mono_ms: int) -> None:
+        self.svc = svc
+        self.level = level
+        self.name = f"schedule-put-result-{level}"
+        self.pending: deque[PutResultProcess] = deque()
+        self.at_mono_ms = at_mono_ms
+
+    def next_wakeup_ms(self) -> int | None:
+        svc = self.svc
+        if not svc.started:
+            return None
+        if not svc.idle_skip:
+            return self.at_mono_ms
+        if not self.pending:
+            return None
+        target = max(svc.mono_now(), self.pending[0].resend_at_mono or 0)
+        if target <= self.at_mono_ms:
+            return self.at_mono_ms
+        return self.at_mono_ms + -(-(target - self.at_mono_ms) // DELAY_FOR_A_SLEEP_MS) * DELAY_FOR_A_SLEEP_MS
+
+    def step(self, mono_ms: int) -> None:
+        if mono_ms < self.at_mono_ms or not self.svc.started:
+            return
+        self.at_mono_ms = mono_ms + DELAY_FOR_A_SLEEP_MS
+        if self.pending and self.pending[0].resend_at_mono is not None and mono_ms < self.pending[0].resend_at_mono:
+            return  # still sleeping before the resend
+        while self.pending:
+            head = self.pending[0]
+            if head.status == "SUCCESS":
+                self.svc.update_offset(self.level, head.offset + 1)
+                self.pending.popleft()
+            elif head.status == "SKIP":
+                self.pending.popleft()
+            else:  # EXCEPTION: doResend after sleeping min(resendCount * 100, 60 s)
+                if head.resend_at_mono is None:
+                    sleep_ms = min(head.resend_count * 100, 60_000) if self.svc.era4 else min(
+                        (head.resend_count + 1) * 100, 60_000)
+                    head.resend_count += 1
+                    head.resend_at_mono = mono_ms + sleep_ms
+                if mono_ms < head.resend_at_mono:
+                    return
+                head.resend_at_mono = None
+                self._resend(head)
+                if head.status == "EXCEPTION":
+                    return
+
+    def _resend(self, head: PutResultProcess) -> None:
+        svc = self.svc
+        msg_ext = svc.store.look_message_by_offset(head.physic_offset, head.physic_size)
+        if msg_ext is None:
+            head.status = "SKIP" if head.resend_count > 6 else "EXCEPTION"
+            return
+        inner = svc.message_timeup(msg_ext)
+        result = svc.put_due_message(inner)
+        svc._delivered(inner, self.level, head.due_ms, result)
+        head.status = "SUCCESS" if result.is_ok else "EXCEPTION"

@@ -1,0 +1,170 @@
+"""Delay levels through the real broker: routing, due times, property quirks, eras, failure paths."""
+
+from __future__ import annotations
+
+import pytest
+
+from store.commit_log import SCHEDULE_TOPIC
+from store.config import MessageStoreConfig
+from store.faults import FAIL, SITE_SCHEDULE_DELIVER
+from store.message import PROPERTY_DELAY_TIME_LEVEL, PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC
+
+from .broker_harness import SMALL_STORE, BrokerHarness
+
+ERA_4 = SMALL_STORE.with_(era="4.9.8")
+
+
+def delivered(h: BrokerHarness, topic="TopicTest", queue_id=0):
+    return h.pull("G", topic, queue_id, 0).msg_found_list
+
+
+@pytest.mark.parametrize("store_config", [SMALL_STORE, ERA_4], ids=["5.3.3", "4.9.8"])
+def test_a_delayed_message_comes_back_at_its_due_time_and_not_before(store_config):
+    h = BrokerHarness(store_config=store_config)
+    h.broker.topic_config_manager.create_topic_in_send_message_method("TopicTest", "TBW102", 4)
+    h.run_for(1000)
+    sent_at = h.clock.now_ms()
+    h.send(key="d1", **{PROPERTY_DELAY_TIME_LEVEL: "3"})  # 10 s
+    h.run_for(1)  # one reput round
+    stored = h.broker.message_store.get_message("G", SCHEDULE_TOPIC, 2, 0, 1).messages
+    assert len(stored) == 1 and stored[0].properties[PROPERTY_REAL_TOPIC] == "TopicTest"
+    h.run_for(9_998)
+    assert delivered(h) == []
+    h.run_for(200)
+    (msg,) = delivered(h)
+    assert sent_at + 10_000 <= msg.store_timestamp <= sent_at + 10_000 + 100 + 1
+    # The stored property string still carries DELAY, REAL_TOPIC and REAL_QID (ROCKETMQ.md 1.2).
+    assert msg.properties[PROPERTY_DELAY_TIME_LEVEL] == "3"
+    assert msg.properties[PROPERTY_REAL_TOPIC] == "TopicTest" and msg.properties[PROPERTY_REAL_QUEUE_ID] == "0"
+    assert msg.properties["UNIQ_KEY"] == "d1"
+
+
+def test_level_above_the_maximum_is_clamped_to_18():
+    h = BrokerHarness()
+    h.broker.topic_config_manager.create_topic_in_send_message_method("TopicTest", "TBW102", 4)
+    h.send(key="x", **{PROPERTY_DELAY_TIME_LEVEL: "40"})
+    h.run_for(1)
+    stored = h.broker.message_store.get_message("G", SCHEDULE_TOPIC, 17, 0, 1).messages
+    assert stored[0].properties[PROPERTY_DELAY_TIME_LEVEL] == "18"
+
+
+def test_levels_and_other_strings():
+    config = SMALL_STORE.with_(message_delay_level="2s 1m 1h 1d")
+    h = BrokerHarness(store_config=config)
+    assert h.broker.schedule_message_service.delay_level_table_ms == {1: 2000, 2: 60_000, 3: 3_600_000,
+                                                                      4: 86_400_000}
+    h.broker.topic_config_manager.create_topic_in_send_message_method("TopicTest", "TBW102", 4)
+    h.send(key="x", **{PROPERTY_DELAY_TIME_LEVEL: "1"})
+    h.run_for(1900)
+    assert delivered(h) == []
+    h.run_for(300)
+    assert len(delivered(h)) == 1
+
+
+def test_correct_deliver_timestamp_after_a_backwards_clock_step():
+    h = BrokerHarness()
+    h.broker.topic_config_manager.create_topic_in_send_message_method("TopicTest", "TBW102", 4)
+    h.send(key="x", **{PROPERTY_DELAY_TIME_LEVEL: "5"})  # 1 minute
+    h.run_for(10_000)
+    h.clock.advance(-5 * 60_000)  # the wall clock steps back 5 minutes
+    h.run_for(200)
+    assert len(delivered(h)) == 1  # deliver time > now + 1 min: delivered at once
+
+
+def test_without_correct_deliver_timestamp_the_message_waits_out_the_step():
+    h = BrokerHarness(mutants={"no_correct_deliver_timestamp"})
+    h.broker.topic_config_manager.create_topic_in_send_message_method("TopicTest", "TBW102", 4)
+    h.send(key="x", **{PROPERTY_DELAY_TIME_LEVEL: "5"})
+    h.run_for(10_000)
+    h.clock.advance(-5 * 60_000)
+    h.run_for(60_000)
+    assert delivered(h) == []
+
+
+class FailN:
+    """Fail the first ``n`` asks of one site."""
+
+    def __init__(self, site, n):
+        self.site, self.left = site, n
+
+    def at(self, site, detail=""):
+        if site == self.site and self.left > 0:
+            self.left -= 1
+            return FAIL
+        return None
+
+
+@pytest.mark.parametrize("store_config", [SMALL_STORE, ERA_4], ids=["5.3.3", "4.9.8"])
+def test_failed_delivery_retries_the_same_message(store_config):
+    h = BrokerHarness(store_config=store_config, faults=FailN(SITE_SCHEDULE_DELIVER, 3))
+    h.broker.topic_config_manager.create_topic_in_send_message_method("TopicTest", "TBW102", 4)
+    h.send(key="a", **{PROPERTY_DELAY_TIME_LEVEL: "1"})
+    h.send(key="b", **{PROPERTY_DELAY_TIME_LEVEL: "1"})
+    h.run_for(3000)
+    assert [m.properties["UNIQ_KEY"] for m in delivered(h)] == ["a", "b"]
+    assert h.broker.schedule_message_service.offset_table[1] == 2
+
+
+def test_skip_failed_delivery_mutant_loses_the_message_in_5x():
+    h = BrokerHarness(mutants={"skip_failed_delivery"}, faults=FailN(SITE_SCHEDULE_DELIVER, 1))
+    h.broker.topic_config_manager.create_topic_in_send_message_method("TopicTest", "TBW102", 4)
+    h.send(key="a", **{PROPERTY_DELAY_TIME_LEVEL: "1"})
+    h.send(key="b", **{PROPERTY_DELAY_TIME_LEVEL: "1"})
+    h.run_for(3000)
+    assert [m.properties["UNIQ_KEY"] for m in delivered(h)] == ["b"]  # #9249
+
+
+def test_delay_offsets_persist_in_fastjson_shape_every_10s_and_at_shutdown():
+    h = BrokerHarness()
+    h.broker.topic_config_manager.create_topic_in_send_message_method("TopicTest", "TBW102", 4)
+    h.send(key="a", **{PROPERTY_DELAY_TIME_LEVEL: "1"})
+    h.run_for(5000)
+    assert h.disk.read_file("config/delayOffset.json") is None
+    h.run_for(6000)
+    text = h.disk.read_file("config/delayOffset.json").decode()
+    assert '"offsetTable":{1:1' in text and '"dataVersion"' in text
+    h.send(key="b", **{PROPERTY_DELAY_TIME_LEVEL: "1"})
+    h.run_for(2000)
+    h.broker.shutdown()
+    assert '"offsetTable":{1:2' in h.disk.read_file("config/delayOffset.json").decode()
+
+
+def test_4x_shape_has_no_data_version():
+    h = BrokerHarness(store_config=ERA_4)
+    h.broker.schedule_message_service.offset_table[3] = 57
+    h.broker.schedule_message_service.persist()
+    assert h.disk.read_file("config/delayOffset.json").decode() == '{\n\t"offsetTable":{3:57\n\t}\n}'
+
+
+def test_correct_delay_offset_clamps_at_load_and_the_mutant_does_not():
+    for mutants, expected in ((set(), 1), ({"no_correct_delay_offset"}, 50)):
+        h = BrokerHarness(mutants=mutants)
+        h.broker.topic_config_manager.create_topic_in_send_message_method("TopicTest", "TBW102", 4)
+        h.send(key="a", **{PROPERTY_DELAY_TIME_LEVEL: "1"})
+        h.run_for(3000)
+        h.broker.shutdown()
+        h.disk.write_file("config/delayOffset.json", b'{"offsetTable":{1:50}}')
+        again = BrokerHarness(disk=h.disk, clock=h.clock, mutants=mutants)
+        assert again.broker.schedule_message_service.offset_table[1] == expected
+
+
+def test_async_delivery_commits_offsets_in_queue_order_and_resends():
+    config = SMALL_STORE.with_(enable_schedule_async_deliver=True)
+    h = BrokerHarness(store_config=config, faults=FailN(SITE_SCHEDULE_DELIVER, 1))
+    h.broker.topic_config_manager.create_topic_in_send_message_method("TopicTest", "TBW102", 4)
+    h.send(key="a", **{PROPERTY_DELAY_TIME_LEVEL: "1"})
+    h.send(key="b", **{PROPERTY_DELAY_TIME_LEVEL: "1"})
+    h.run_for(1050)  # both put at 1000 ms; "a" failed and is resent 100 ms later
+    svc = h.broker.schedule_message_service
+    assert svc.offset_table.get(1, 0) == 0  # "b" is done but must wait behind "a"
+    assert svc.put_result_tasks[1].pending[0].resend_count == 1
+    h.run_for(500)
+    assert sorted(m.properties["UNIQ_KEY"] for m in delivered(h)) == ["a", "b"]
+    assert svc.offset_table[1] == 2
+
+
+def test_invalid_level_string_is_a_clear_configuration_error():
+    from store.delay_level import DelayLevelError
+
+    with pytest.raises(DelayLevelError, match="level 2 is '5x'"):
+        BrokerHarness(store_config=MessageStoreConfig(message_delay_level="1s 5x"))
