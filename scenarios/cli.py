@@ -34,6 +34,120 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _progress_bar(label: str):
+    """A tqdm bar over virtual time on stderr (silent when stderr is not a terminal)."""
+    from tqdm import tqdm
+
+    bar = tqdm(total=100, desc=label, unit="%", leave=False, disable=None, file=sys.stderr)
+
+    def update(done_ms: int, total_ms: int) -> None:
+        bar.n = int(100 * done_ms / max(total_ms, 1))
+        bar.refresh()
+        if done_ms >= total_ms:
+            bar.close()
+
+    return update
+
+
+def _load(scenario_arg: str, seed: int | None = None):
+    from .catalogue import resolve_scenario
+    from .scenario import ScenarioError
+
+    try:
+        return resolve_scenario(scenario_arg)
+    except ScenarioError as error:
+        raise UsageError(str(error)) from None
+
+
+def _print_run(summary: dict, out_dir: str | None) -> None:
+    st = summary["stats"]
+    late = st["lateness_ms"]
+    print(f"{summary['scenario']} seed {summary['seed']} era {summary['era']}"
+          f"{' mutants ' + ','.join(summary['mutants']) if summary['mutants'] else ''}: "
+          f"{summary['virtual_ms'] / 1000:.0f} virtual s in {summary['wall_s']:.2f} wall s, {summary['events']} events")
+    print(f"  sent {st['sent']}, consumed {st['consumed']} (+{st['failed_attempts']} failed attempts), "
+          f"duplicates {st['duplicates']}, dlq {st['dlq']}, crashes {st['crashes']}, faults {st['faults']}, "
+          f"delivery lateness p50/p99/max {late['p50']}/{late['p99']}/{late['max']} ms")
+    for name, verdict in summary["invariants"].items():
+        mark = "ok  " if verdict["holds"] else "FAIL"
+        print(f"  {mark} {name} ({verdict['checked']} checked)")
+        for violation in verdict["violations"][:3]:
+            print(f"       {violation['msg_id']}: {violation['explanation']}")
+    print(f"  history sha256 {summary['history_sha256']}")
+    if out_dir:
+        print(f"  wrote {out_dir}/summary.json, history.jsonl, store/")
+    if any(not v["holds"] for v in summary["invariants"].values()):
+        print(f"  replay: {summary['repro']}")
+
+
+def _verdict_exit(summary: dict) -> int:
+    return EXIT_VIOLATION if any(not v["holds"] for v in summary["invariants"].values()) else EXIT_OK
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from sim.run import run_scenario
+    from store.mutants import UnknownMutant
+
+    scenario = _load(args.scenario)
+    out_dir = args.out or os.path.join("out", "runs", f"{scenario.name}-seed{args.seed if args.seed is not None else scenario.seed}")
+    try:
+        result = run_scenario(scenario, args.seed, era=args.era, mutants=args.mutant or (), disk=args.disk,
+                              out_dir=out_dir, faithful_polling=args.faithful_polling,
+                              progress=_progress_bar(scenario.name), scenario_arg=args.scenario,
+                              check=_checker())
+    except UnknownMutant as error:
+        raise UsageError(str(error)) from None
+    _print_run(result.summary, out_dir)
+    return _verdict_exit(result.summary)
+
+
+def _checker():
+    try:
+        from model.invariants import check_history
+    except ImportError:
+        return None
+    return check_history
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    from scenarios.scenario import ScenarioError, scenario_from_dict
+    from sim.run import run_scenario
+
+    path = os.path.join(args.dir, "summary.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            summary = json.load(f)
+        scenario = scenario_from_dict(summary["scenario_doc"], f"{path}:scenario_doc")
+        seed, expected = summary["seed"], summary["history_sha256"]
+    except (OSError, ValueError, KeyError, TypeError, ScenarioError) as error:
+        raise UsageError(f"{path}: not a run summary ({error})") from None
+    result = run_scenario(scenario, seed, era=summary.get("era"), mutants=summary.get("mutants", ()),
+                          disk=summary.get("disk", "memory"), faithful_polling=summary.get("faithful_polling", False),
+                          progress=_progress_bar("replay"), check=_checker())
+    got = result.summary["history_sha256"]
+    if got != expected:
+        print(f"replay of {args.dir}: history DIFFERS: expected {expected}, got {got}")
+        return EXIT_VIOLATION
+    print(f"replay of {args.dir}: identical history ({got})")
+    return _verdict_exit(result.summary)
+
+
+def _cmd_scenarios(args: argparse.Namespace) -> int:
+    from .catalogue import builtin_names, load_builtin
+
+    for name in builtin_names():
+        scenario = load_builtin(name)
+        first = scenario.description.split(". ")[0].rstrip(".")
+        print(f"{name:36} {first}.")
+    return EXIT_OK
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from sim.bench import main as bench_main
+
+    return bench_main(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rmqsim",
@@ -47,6 +161,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-entries", type=int, default=None, metavar="N",
                    help="list at most N commit-log records and N units per queue (counts still cover all)")
     p.set_defaults(func=_cmd_inspect)
+
+    p = sub.add_parser("run", help="run a scenario (a file or a built-in name) and check its invariants")
+    p.add_argument("scenario", metavar="SCENARIO")
+    p.add_argument("--seed", type=int, default=None, help="the run's seed (default: the scenario's)")
+    p.add_argument("--out", default=None, metavar="DIR", help="output directory (default out/runs/NAME-seedN)")
+    p.add_argument("--era", choices=["5.3.3", "4.9.8"], default=None, help="RocketMQ behaviour to follow")
+    p.add_argument("--mutant", action="append", metavar="NAME", help="put back a historical bug (repeatable)")
+    p.add_argument("--disk", choices=["memory", "os"], default="memory")
+    p.add_argument("--faithful-polling", action="store_true",
+                   help="poll every 100 ms like RocketMQ instead of sleeping through idle time (same history)")
+    p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser("replay", help="re-run DIR/summary.json's run and verify the identical history hash")
+    p.add_argument("dir", metavar="DIR")
+    p.set_defaults(func=_cmd_replay)
+
+    p = sub.add_parser("scenarios", help="list the built-in scenarios")
+    p.set_defaults(func=_cmd_scenarios)
+
+    p = sub.add_parser("bench", help="benchmark the simulator on the standard scenario")
+    p.add_argument("--messages", type=int, default=20_000)
+    p.add_argument("--json", action="store_true", help="print only the JSON line")
+    p.set_defaults(func=_cmd_bench)
     return parser
 
 

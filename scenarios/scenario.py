@@ -114,6 +114,7 @@ class Scenario:
     faults: FaultSpec = field(default_factory=FaultSpec)
     network: NetworkSpec = field(default_factory=NetworkSpec)
     source: str = ""
+    doc: dict | None = field(default=None, compare=False, repr=False)  # the validated raw document (replay)
 
 
 # --- validation ----------------------------------------------------------------------------------
@@ -349,7 +350,7 @@ def scenario_from_dict(doc: dict, source: str = "<scenario>") -> Scenario:
     consumers = tuple(ConsumerSpec(**f) for f in arrays["consumer"])
     _check_references(source, topics, producers, consumers)
     return Scenario(broker=broker, topics=topics, producers=producers, consumers=consumers, faults=faults,
-                    network=network, source=source, **top)
+                    network=network, source=source, doc=copy.deepcopy(doc), **top)
 
 
 def _check_references(source, topics, producers, consumers) -> None:

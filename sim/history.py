@@ -1,0 +1,36 @@
+"""The run's history: one event per line, in order, hashed for replay (DESIGN.md, run output)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+
+class History:
+    def __init__(self, start_mono_ms: int = 0) -> None:
+        self.events: list[dict] = []
+        self._seq = 0
+        self.start_mono_ms = start_mono_ms
+
+    def record(self, t_ms: int, kind: str, **fields) -> dict:
+        event = {"seq": self._seq, "t_ms": t_ms - self.start_mono_ms, "kind": kind, **fields}
+        self._seq += 1
+        self.events.append(event)
+        return event
+
+    def lines(self) -> list[str]:
+        return [json.dumps(e, separators=(",", ":"), ensure_ascii=False) for e in self.events]
+
+    def to_jsonl(self) -> str:
+        return "".join(line + "\n" for line in self.lines())
+
+    def sha256(self) -> str:
+        return hashlib.sha256(self.to_jsonl().encode()).hexdigest()
+
+    def of_kind(self, kind: str) -> list[dict]:
+        return [e for e in self.events if e["kind"] == kind]
+
+
+def load_history(path: str) -> list[dict]:
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]

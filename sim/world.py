@@ -1,0 +1,316 @@
+"""The simulated world of one run: SimPy, the broker over a disk, clients, network, faults, history.
+
+Owners and their scheduling ranks (lower runs first within one millisecond): the fault plan,
+the broker's services, the network, producers, consumers.
+"""
+
+from __future__ import annotations
+
+import simpy
+
+from scenarios.scenario import Scenario
+from store.broker.broker_controller import BrokerController, BrokerStartError
+from store.client.api import RemotingError
+from store.client.errors import MQClientException
+from store.client.producer import DefaultMQProducer
+from store.client.push_consumer import DefaultMQPushConsumer
+from store.config import BrokerConfig, MessageStoreConfig
+from store.consume_queue import CQ_STORE_UNIT_SIZE
+from store.disk import MemoryDisk
+from store.faults import BrokerCrash
+from store.message import PROPERTY_DELAY_TIME_LEVEL
+
+from .clock import SimClock
+from .faults import FaultPlan, SimFaults
+from .history import History
+from .network import NetworkService, SimNetwork
+from .random_streams import RandomStreams
+from .scheduler import Scheduler
+from .workload import ConsumeExecutor, ProducerActor
+
+RANK_FAULTS, RANK_BROKER, RANK_NETWORK, RANK_PRODUCERS, RANK_CONSUMERS = 0, 100, 1000, 2000, 3000
+DLQ_PREFIX = "%DLQ%"
+
+
+def store_config_of(scenario: Scenario, era: str | None = None) -> MessageStoreConfig:
+    b = scenario.broker
+    return MessageStoreConfig(
+        era=era or b.era,
+        mapped_file_size_commit_log=b.commit_log_file_size,
+        mapped_file_size_consume_queue=b.consume_queue_units_per_file * CQ_STORE_UNIT_SIZE,
+        flush_disk_type=b.flush_disk_type,
+        message_delay_level=b.message_delay_level,
+        flush_delay_offset_interval_ms=b.flush_delay_offset_interval_ms,
+        enable_schedule_async_deliver=b.enable_schedule_async_deliver,
+        timer_precision_ms=b.timer_precision_ms,
+        timer_roll_window_slot=b.timer_roll_window_slot,
+        timer_enable_retry_until_success=b.timer_enable_retry_until_success,
+    )
+
+
+class World:
+    def __init__(self, scenario: Scenario, seed: int, *, era: str | None = None, mutants=frozenset(),
+                 disk=None, faithful_polling: bool = False) -> None:
+        self.scenario = scenario
+        self.seed = seed
+        self.mutants = frozenset(mutants)
+        self.faithful_polling = faithful_polling
+        self.env = simpy.Environment()
+        self.clock = SimClock(self.env)
+        self.rngs = RandomStreams(seed)
+        self.history = History()
+        self.disk = disk if disk is not None else MemoryDisk()
+        self.client_disk = MemoryDisk()  # the consumers' hosts (BROADCASTING offsets.json)
+        self.store_config = store_config_of(scenario, era)
+        self.broker_config = BrokerConfig(
+            auto_create_subscription_group=scenario.broker.auto_create_subscription_group,
+            flush_consumer_offset_interval_ms=scenario.broker.flush_consumer_offset_interval_ms,
+        )
+        self.scheduler = Scheduler(self.env, self.broker_crashed)
+        self.scheduler.before_step = lambda _now: self.sync_broker_mono()
+        self.faults = SimFaults(self, scenario.faults, self.rngs.stream("faults"))
+        self.broker: BrokerController | None = None
+        self.broker_generation = 0
+        self.network_service = NetworkService()
+        self.due_of: dict[str, int] = {}  # msg_id -> due time of its scheduled copy (for the send event)
+        self.attempts: dict[tuple[str, str], int] = {}  # (group, msg_id) -> consume attempts
+        self.consumers: dict[str, tuple[DefaultMQPushConsumer, ConsumeExecutor]] = {}
+        self.consumer_specs: dict[str, tuple] = {}
+        self.start_mono_ms = 0
+        self.traffic_end_mono_ms = scenario.duration_ms
+        self.end_mono_ms = scenario.duration_ms + scenario.drain_ms
+        self.broker_down_since: int | None = None
+        self.restart_error: str | None = None
+
+    # --- time and history -----------------------------------------------------------------------
+    def now_mono(self) -> int:
+        return int(self.env.now)
+
+    def record(self, kind: str, **fields) -> None:
+        self.history.record(self.now_mono(), kind, **fields)
+
+    def sync_broker_mono(self) -> None:
+        if self.broker is not None:
+            self.broker.set_mono(self.now_mono())
+
+    def clients_mono(self, owner: str) -> None:
+        entry = self.consumers.get(owner)
+        if entry is not None:
+            entry[0].set_mono(self.now_mono())
+
+    # --- the broker -------------------------------------------------------------------------------
+    def start_broker(self) -> None:
+        broker = BrokerController(
+            self.disk, self.clock, rng=self.rngs.stream(f"broker/{self.broker_generation}"),
+            broker_config=self.broker_config, store_config=self.store_config, faults=self.faults,
+            mutants=self.mutants,
+        )
+        broker.initialize()
+        if not self.faithful_polling:
+            broker.schedule_message_service.idle_skip = True
+        store = broker.message_store
+        store.put_listeners.append(self._on_store)
+        store.new_message_listener = lambda: self.scheduler.touch("broker")
+        broker.schedule_message_service.deliver_listeners.append(self._on_deliver)
+        broker.consumer_manager.ids_changed_listeners.append(self._on_ids_changed)
+        for manager in (broker.consumer_offset_manager, broker.schedule_message_service,
+                        broker.topic_config_manager, broker.subscription_group_manager):
+            manager.persist_listeners.append(self._on_persist)
+        broker.start(self.now_mono())
+        self.broker = broker
+        self.scheduler.add_owner("broker", broker.all_services, RANK_BROKER)
+
+    def _on_store(self, msg, result) -> None:
+        a = result.append
+        self.record("store", msg_id=msg.uniq_key, topic=a.topic, queue_id=a.queue_id, queue_offset=a.logics_offset,
+                    phy_offset=a.wrote_offset, reconsume_times=msg.reconsume_times, broker_ms=a.store_timestamp)
+        if a.topic == "SCHEDULE_TOPIC_XXXX":
+            level = int(msg.properties.get(PROPERTY_DELAY_TIME_LEVEL, "0"))
+            due = a.store_timestamp + self.broker.schedule_message_service.delay_level_table_ms.get(level, 1000)
+            self.due_of[msg.uniq_key] = due
+        elif a.topic.startswith(DLQ_PREFIX):
+            self.record("dlq", group=a.topic[len(DLQ_PREFIX):], msg_id=msg.uniq_key,
+                        reconsume_times=msg.reconsume_times)
+
+    def _on_deliver(self, inner, level: int, due_ms: int, result) -> None:
+        if result.is_ok:
+            self.record("deliver", msg_id=inner.uniq_key, level=level, due_ms=due_ms, topic=inner.topic,
+                        queue_id=inner.queue_id, broker_ms=result.append.store_timestamp)
+
+    def _on_persist(self, file_name: str) -> None:
+        self.record("persist", file=file_name)
+
+    def _on_ids_changed(self, group: str) -> None:
+        for owner, (consumer, _executor) in self.consumers.items():
+            if consumer.consumer_group == group:
+                consumer.rebalance_immediately()
+                self.scheduler.touch(owner)
+
+    def broker_crashed(self, crash: BrokerCrash) -> None:
+        self.crash_broker("process", site=crash.site)
+
+    def crash_broker(self, kind: str, site: str = "") -> None:
+        broker = self.broker
+        if broker is None:
+            return
+        self.record("crash", target="broker", crash_kind=kind, site=site)
+        self.broker = None
+        self.broker_generation += 1
+        self.scheduler.remove_owner("broker")
+        for held in broker.pull_processor.drop_held():
+            held.callback(RemotingError("connection closed: the broker died"))
+        if kind == "power":
+            lost = self.disk.power_failure(self.rngs.stream(f"power/{self.broker_generation}"))
+            self.record("fault", site="power", action="unflushed bytes lost", detail=str(lost))
+        self.broker_down_since = self.now_mono()
+        self.restart_at(self.now_mono() + self.scenario.faults.restart_after_ms)
+
+    def restart_at(self, at_ms: int) -> None:
+        self.network_service.deliver_at(at_ms, self.restart_broker)
+        self.scheduler.touch("network")
+
+    def restart_broker(self) -> None:
+        if self.broker is not None:
+            return
+        try:
+            self.start_broker()
+        except BrokerStartError as error:
+            self.restart_error = str(error)
+            self.record("restart", target="broker", ok=False, error=str(error))
+            return
+        store = self.broker.message_store
+        self.record("restart", target="broker", ok=True, last_exit_ok=store.last_exit_ok,
+                    commit_log_end=store.commit_log.get_max_offset())
+        self.broker_down_since = None
+
+    # --- faults ----------------------------------------------------------------------------------
+    def apply_fault(self, kind: str, arg) -> None:
+        if kind == "process_crash":
+            self.crash_broker("process", site="plan")
+        elif kind == "power_failure":
+            self.crash_broker("power", site="plan")
+        elif kind == "arm":
+            self.faults.armed_crash_sites.append(arg)
+            self.record("fault", site=arg, action="armed")
+        elif kind == "consumer_crash":
+            self._crash_consumer(arg)
+        elif kind == "cq_truncation":
+            self._truncate_consume_queue(arg)
+        elif kind == "clock_step":
+            self.clock.step(arg)
+            self.record("fault", site="clock", action="step", by_ms=arg, broker_ms=self.clock.now_ms())
+            self.scheduler.touch("broker")
+
+    def _crash_consumer(self, pick: float) -> None:
+        owners = [o for o in sorted(self.consumers) if self.consumers[o][0].services]
+        if not owners:
+            return
+        owner = owners[int(pick * len(owners))]
+        consumer, executor = self.consumers[owner]
+        self.record("crash", target=owner, crash_kind="process")
+        consumer.crash()
+        executor.clear()
+        self.scheduler.remove_owner(owner)
+        if self.broker is not None:
+            try:
+                SimNetwork(self, owner).unregister_client(consumer.client_id, consumer.consumer_group)
+            except RemotingError:
+                pass
+        self.network_service.deliver_at(self.now_mono() + self.scenario.faults.restart_after_ms,
+                                        lambda: self._start_consumer(owner, restart=True))
+        self.scheduler.touch("network")
+
+    def _truncate_consume_queue(self, pick: float) -> None:
+        broker = self.broker
+        if broker is None:
+            return
+        queues = [cq for cq in broker.message_store._all_consume_queues() if cq.get_max_offset_in_queue() > 0]
+        if not queues:
+            return
+        cq = queues[int(pick * len(queues))]
+        from_offset = cq.get_max_offset_in_queue()
+        flushed = cq.mfq.flushed_where // CQ_STORE_UNIT_SIZE
+        to_offset = flushed if flushed < from_offset else from_offset - 1
+        to_offset = max(to_offset, cq.get_min_offset_in_queue())
+        self.crash_broker("process", site="cq_truncation")
+        for index in range(to_offset, from_offset):  # zero the tail units on disk
+            pos = index * CQ_STORE_UNIT_SIZE
+            mf = cq.mfq.find_mapped_file_by_offset(pos)
+            if mf is not None:
+                mf.handle.write(pos % cq.mapped_file_size, bytes(CQ_STORE_UNIT_SIZE))
+        self.record("cq_truncate", topic=cq.topic, queue_id=cq.queue_id, from_offset=from_offset, to_offset=to_offset)
+
+    # --- clients ---------------------------------------------------------------------------------
+    def _start_producers(self) -> None:
+        for i, spec in enumerate(self.scenario.producers):
+            owner = f"producer-{i}"
+            client = DefaultMQProducer(SimNetwork(self, owner), self.clock, producer_group=f"PG{i}",
+                                       client_id=f"producer-{i}@sim", rng=self.rngs.stream(owner))
+            actor = ProducerActor(self, i, spec, client, self.rngs.stream(owner + "/levels"))
+            self.scheduler.add_owner(owner, [actor], RANK_PRODUCERS + 10 * i)
+
+    def _start_consumers(self) -> None:
+        rank = RANK_CONSUMERS
+        for spec in self.scenario.consumers:
+            for i in range(spec.instances):
+                owner = f"{spec.group}-{i}"
+                self.consumer_specs[owner] = (spec, rank)
+                rank += 20
+                self._start_consumer(owner)
+
+    def _start_consumer(self, owner: str, restart: bool = False) -> None:
+        spec, rank = self.consumer_specs[owner]
+        consumer = DefaultMQPushConsumer(
+            SimNetwork(self, owner), self.clock, consumer_group=spec.group, client_id=f"{owner}@sim",
+            message_model=spec.model, max_reconsume_times=spec.max_reconsume_times,
+            consume_from_where=spec.consume_from_where, offset_store_disk=self.client_disk,
+            rng=self.rngs.stream(f"{owner}/client/{self.now_mono()}"), mutants=self.mutants,
+            events=lambda kind, fields, o=owner: self._client_event(o, kind, fields),
+        )
+        consumer.subscribe(spec.topic, spec.subscription)
+        executor = ConsumeExecutor(self, owner, consumer, spec, self.rngs.stream(f"{owner}/listener"))
+        self.consumers[owner] = (consumer, executor)
+        if restart:
+            self.record("restart", target=owner)
+        try:
+            consumer.start(self.now_mono())
+        except MQClientException as error:
+            self.record("restart", target=owner, ok=False, error=str(error))
+            return
+        self.scheduler.add_owner(owner, [*consumer.services, executor], rank)
+
+    def _client_event(self, owner: str, kind: str, fields: dict) -> None:
+        self.record(kind, **fields)
+
+    # --- running ---------------------------------------------------------------------------------
+    def run(self, progress=None) -> None:
+        self.start_broker()
+        self.scheduler.add_owner("network", [self.network_service], RANK_NETWORK)
+        plan = FaultPlan(self, self.scenario.faults, self.rngs.stream("plan"), self.start_mono_ms,
+                         self.scenario.duration_ms)
+        self.scheduler.add_owner("faults", [plan], RANK_FAULTS)
+        self._start_consumers()
+        self._start_producers()
+        self.env.process(self._phases())
+        if progress is None:
+            self.env.run(until=self.end_mono_ms)
+        else:
+            step = max(1, self.end_mono_ms // 100)
+            for t in range(step, self.end_mono_ms + step, step):
+                self.env.run(until=min(t, self.end_mono_ms))
+                progress(min(t, self.end_mono_ms), self.end_mono_ms)
+
+    def _phases(self):
+        yield self.env.timeout(self.traffic_end_mono_ms)
+        self.faults.active = False
+        self.record("drain")
+
+    def finish(self) -> None:
+        """Stop the world: a graceful broker shutdown, so the store directory is complete."""
+        for consumer, _ in self.consumers.values():
+            consumer.crash()
+        if self.broker is not None:
+            try:
+                self.broker.shutdown()
+            except BrokerCrash:
+                pass
