@@ -102,11 +102,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _checker():
-    try:
-        from model.invariants import check_history
-    except ImportError:
-        return None
-    return check_history
+    from sim.checking import check_run
+
+    return check_run
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
@@ -148,6 +146,55 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return bench_main(args)
 
 
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from .java_check import INSTALL_HINT, java_major_version
+    from .sweep import SweepError, example_rows, format_result, load_sweep_file, run_sweep
+
+    try:
+        spec = load_sweep_file(args.sweep)
+    except SweepError as error:
+        raise UsageError(str(error)) from None
+    major = java_major_version()
+    if major is None or major < 17:
+        raise UsageError(f"PySpark needs Java 17+ ({'no java on PATH' if major is None else f'java {major} found'}); "
+                         f"install it with: {INSTALL_HINT}")
+    out_dir = args.out or os.path.join("out", "sweeps", spec.name)
+    try:
+        result = run_sweep(spec, out_dir, master=args.master)
+    except SweepError as error:
+        raise UsageError(str(error)) from None
+    except KeyboardInterrupt:
+        raise UsageError(f"interrupted; the finished rows are in {out_dir}/runs: run the same command to resume") from None
+    except Exception as error:  # Spark could not start or lost its cluster: an environment problem
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise UsageError(f"the sweep failed in Spark ({type(error).__name__}: {first[:300]}); "
+                         f"finished rows are kept in {out_dir}/runs") from None
+    print(format_result(result))
+    for row in example_rows(out_dir):
+        what = row["error"] or ", ".join(row["violated"] or [])
+        print(f"  {row['cell']} seed {row['seed']}: {what}")
+        if row["first_violation"]:
+            print(f"     {row['first_violation']}")
+        print(f"     replay: {row['repro']}")
+    print(f"  wrote {out_dir}/runs/ (one row per run), cells.parquet/.json, marginals.parquet/.json, sweep.json; "
+          f"plots: rmqsim report {out_dir}")
+    return EXIT_VIOLATION if (result.violated or result.errors) else EXIT_OK
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from reports.report import ReportError, write_report
+
+    try:
+        page = write_report(args.dir, args.out)
+    except ReportError as error:
+        raise UsageError(str(error)) from None
+    print(f"wrote {page.path} ({page.kind} report: {page.plots} plots)")
+    if page.violated:
+        print(f"  the {page.kind} has invariant violations: {page.violated}")
+        return EXIT_VIOLATION
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rmqsim",
@@ -176,6 +223,19 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("replay", help="re-run DIR/summary.json's run and verify the identical history hash")
     p.add_argument("dir", metavar="DIR")
     p.set_defaults(func=_cmd_replay)
+
+    p = sub.add_parser("sweep", help="run a parameter sweep on PySpark (local[*] unless --master)")
+    p.add_argument("sweep", metavar="SWEEP.toml")
+    p.add_argument("--master", default=None, metavar="URL",
+                   help="Spark master: local[N], spark://host:7077 or yarn (default local[*])")
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="output directory (default out/sweeps/NAME); re-running into it resumes")
+    p.set_defaults(func=_cmd_sweep)
+
+    p = sub.add_parser("report", help="plots and one self-contained HTML page for a run or a sweep directory")
+    p.add_argument("dir", metavar="DIR")
+    p.add_argument("--out", default=None, metavar="FILE.html", help="the page to write (default DIR/report.html)")
+    p.set_defaults(func=_cmd_report)
 
     p = sub.add_parser("scenarios", help="list the built-in scenarios")
     p.set_defaults(func=_cmd_scenarios)

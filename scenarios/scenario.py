@@ -82,11 +82,16 @@ class FaultSpec:
     put_failure_rate: float = 0.0
     process_crashes: int = 0
     power_failures: int = 0
+    graceful_restarts: int = 0
     consumer_crashes: int = 0
     crash_before_offset_flush: int = 0
     crash_before_delay_offset_flush: int = 0
     cq_truncations: int = 0
     send_back_failure_rate: float = 0.0
+    schedule_rebuild_failure_rate: float = 0.0
+    cq_truncation_topic: str | None = None  # None: any non-empty queue
+    store_rollbacks: int = 0
+    rollback_age_ms: int = 20_000
     clock_steps: tuple[ClockStep, ...] = ()
     restart_after_ms: int = 2000
 
@@ -260,11 +265,16 @@ _FAULTS = {
     "put_failure_rate": ("put_failure_rate", _float()),
     "process_crashes": ("process_crashes", _int(0, 1000)),
     "power_failures": ("power_failures", _int(0, 1000)),
+    "graceful_restarts": ("graceful_restarts", _int(0, 1000)),
     "consumer_crashes": ("consumer_crashes", _int(0, 1000)),
     "crash_before_offset_flush": ("crash_before_offset_flush", _int(0, 1000)),
     "crash_before_delay_offset_flush": ("crash_before_delay_offset_flush", _int(0, 1000)),
     "cq_truncations": ("cq_truncations", _int(0, 1000)),
     "send_back_failure_rate": ("send_back_failure_rate", _float()),
+    "schedule_rebuild_failure_rate": ("schedule_rebuild_failure_rate", _float()),
+    "cq_truncation_topic": ("cq_truncation_topic", _str()),
+    "store_rollbacks": ("store_rollbacks", _int(0, 100)),
+    "rollback_age": ("rollback_age_ms", _duration(allow_zero=False)),
     "clock_steps": ("clock_steps", None),  # checked by _clock_steps (needs the file name for errors)
     "restart_after": ("restart_after_ms", _duration(allow_zero=False)),
 }

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 
 from scenarios.scenario import FaultSpec
-from store.faults import CRASH, FAIL, SITE_PERSIST_PREFIX, SITE_PUT, SITE_SEND_BACK
+from store.faults import CRASH, FAIL, SITE_PERSIST_PREFIX, SITE_PUT, SITE_SCHEDULE_REBUILD, SITE_SEND_BACK
 
 CONSUMER_OFFSET_FILE = "consumerOffset.json"
 DELAY_OFFSET_FILE = "delayOffset.json"
@@ -38,6 +38,8 @@ class SimFaults:
             rate = self.spec.put_failure_rate
         elif site == SITE_SEND_BACK:
             rate = self.spec.send_back_failure_rate
+        elif site == SITE_SCHEDULE_REBUILD:
+            rate = self.spec.schedule_rebuild_failure_rate
         if rate > 0 and self.rng.random() < rate:
             self.world.record("fault", site=site, action=FAIL, detail=detail)
             return FAIL
@@ -61,12 +63,17 @@ class FaultPlan:
             self._add(at, "process_crash", None)
         for at in times(spec.power_failures):
             self._add(at, "power_failure", None)
+        for at in times(spec.graceful_restarts):
+            self._add(at, "graceful_restart", None)
         for at in times(spec.consumer_crashes):
             self._add(at, "consumer_crash", rng.random())
         for at in times(spec.crash_before_offset_flush):
             self._add(at, "arm", SITE_PERSIST_PREFIX + CONSUMER_OFFSET_FILE)
         for at in times(spec.crash_before_delay_offset_flush):
             self._add(at, "arm", SITE_PERSIST_PREFIX + DELAY_OFFSET_FILE)
+        for at in times(spec.store_rollbacks):
+            self._add(max(start_mono_ms, at - spec.rollback_age_ms), "snapshot", at)
+            self._add(at, "store_rollback", at)
         for at in times(spec.cq_truncations):
             self._add(at, "cq_truncation", rng.random())
         for step in spec.clock_steps:

@@ -81,6 +81,7 @@ class World:
         self.end_mono_ms = scenario.duration_ms + scenario.drain_ms
         self.broker_down_since: int | None = None
         self.restart_error: str | None = None
+        self.snapshots: dict[int, tuple[int, int, dict]] = {}
 
     # --- time and history -----------------------------------------------------------------------
     def now_mono(self) -> int:
@@ -132,10 +133,11 @@ class World:
             self.record("dlq", group=a.topic[len(DLQ_PREFIX):], msg_id=msg.uniq_key,
                         reconsume_times=msg.reconsume_times)
 
-    def _on_deliver(self, inner, level: int, due_ms: int, result) -> None:
+    def _on_deliver(self, inner, level, due_ms: int, result, schedule_queue_offset: int = -1) -> None:
         if result.is_ok:
             self.record("deliver", msg_id=inner.uniq_key, level=level, due_ms=due_ms, topic=inner.topic,
-                        queue_id=inner.queue_id, broker_ms=result.append.store_timestamp)
+                        queue_id=inner.queue_id, broker_ms=result.append.store_timestamp,
+                        schedule_queue_offset=schedule_queue_offset)
 
     def _on_persist(self, file_name: str) -> None:
         self.record("persist", file=file_name)
@@ -165,6 +167,25 @@ class World:
         self.broker_down_since = self.now_mono()
         self.restart_at(self.now_mono() + self.scenario.faults.restart_after_ms)
 
+    def stop_broker(self) -> None:
+        """A graceful shutdown (persist everything, delete the abort file), then a restart."""
+        broker = self.broker
+        if broker is None:
+            return
+        self.record("crash", target="broker", crash_kind="shutdown", site="plan")
+        held = broker.pull_processor.drop_held()
+        try:
+            broker.shutdown()
+        except BrokerCrash as crash:
+            self.record("fault", site=crash.site, action="crash during shutdown")
+        self.broker = None
+        self.broker_generation += 1
+        self.scheduler.remove_owner("broker")
+        for request in held:
+            request.callback(RemotingError("connection closed: the broker shut down"))
+        self.broker_down_since = self.now_mono()
+        self.restart_at(self.now_mono() + self.scenario.faults.restart_after_ms)
+
     def restart_at(self, at_ms: int) -> None:
         self.network_service.deliver_at(at_ms, self.restart_broker)
         self.scheduler.touch("network")
@@ -189,11 +210,17 @@ class World:
             self.crash_broker("process", site="plan")
         elif kind == "power_failure":
             self.crash_broker("power", site="plan")
+        elif kind == "graceful_restart":
+            self.stop_broker()
         elif kind == "arm":
             self.faults.armed_crash_sites.append(arg)
             self.record("fault", site=arg, action="armed")
         elif kind == "consumer_crash":
             self._crash_consumer(arg)
+        elif kind == "snapshot":
+            self.snapshots[arg] = (self.now_mono(), len(self.history.events), self.disk.snapshot(skip_prefix="config/"))
+        elif kind == "store_rollback":
+            self._rollback_store(arg)
         elif kind == "cq_truncation":
             self._truncate_consume_queue(arg)
         elif kind == "clock_step":
@@ -220,25 +247,46 @@ class World:
                                         lambda: self._start_consumer(owner, restart=True))
         self.scheduler.touch("network")
 
+    def _rollback_store(self, key: int) -> None:
+        """The broker restarts on a copy of its store taken ``rollback_age`` earlier, with today's config
+        files (a store copied or rebuilt, #1869): everything stored since the copy is lost to the fault."""
+        taken_at, seq, snapshot = self.snapshots.pop(key)
+        if self.broker is None or not isinstance(self.disk, MemoryDisk):
+            return
+        lost = sorted({e["msg_id"] for e in self.history.events[seq:] if e["kind"] == "store"})
+        self.crash_broker("process", site="store_rollback")
+        self.disk.restore(snapshot, skip_prefix="config/")
+        self.record("store_rollback", snapshot_t_ms=taken_at, lost_msg_ids=lost)
+
     def _truncate_consume_queue(self, pick: float) -> None:
+        """Cut the last units of one consume queue on disk (as a lost or damaged tail would), then
+        crash the broker so that it recovers through its own path. The cut messages are recorded:
+        whatever recovery does not rebuild is lost to the fault, not to the broker."""
         broker = self.broker
         if broker is None:
             return
-        queues = [cq for cq in broker.message_store._all_consume_queues() if cq.get_max_offset_in_queue() > 0]
+        wanted = self.scenario.faults.cq_truncation_topic
+        queues = [cq for cq in broker.message_store._all_consume_queues()
+                  if cq.get_max_offset_in_queue() > cq.get_min_offset_in_queue() and wanted in (None, cq.topic)]
         if not queues:
             return
         cq = queues[int(pick * len(queues))]
         from_offset = cq.get_max_offset_in_queue()
-        flushed = cq.mfq.flushed_where // CQ_STORE_UNIT_SIZE
-        to_offset = flushed if flushed < from_offset else from_offset - 1
-        to_offset = max(to_offset, cq.get_min_offset_in_queue())
+        units = from_offset - cq.get_min_offset_in_queue()
+        to_offset = from_offset - 1 - int(pick * 997) % min(units, 10)
+        cut = []
+        for index in range(to_offset, from_offset):
+            phy, size, _tags = cq.get_unit(index)
+            msg = broker.message_store.look_message_by_offset(phy, size)
+            cut.append(msg.uniq_key if msg is not None else None)
         self.crash_broker("process", site="cq_truncation")
         for index in range(to_offset, from_offset):  # zero the tail units on disk
             pos = index * CQ_STORE_UNIT_SIZE
             mf = cq.mfq.find_mapped_file_by_offset(pos)
             if mf is not None:
                 mf.handle.write(pos % cq.mapped_file_size, bytes(CQ_STORE_UNIT_SIZE))
-        self.record("cq_truncate", topic=cq.topic, queue_id=cq.queue_id, from_offset=from_offset, to_offset=to_offset)
+        self.record("cq_truncate", topic=cq.topic, queue_id=cq.queue_id, from_offset=from_offset, to_offset=to_offset,
+                    cut_msg_ids=cut)
 
     # --- clients ---------------------------------------------------------------------------------
     def _start_producers(self) -> None:

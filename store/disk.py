@@ -312,6 +312,22 @@ class MemoryDisk:
         """OS crash: drop what was not flushed (a torn prefix may survive). Returns bytes lost."""
         return sum(self._files[p].lose_unflushed(rng) for p in sorted(self._files))
 
+    def snapshot(self, skip_prefix: str = "") -> dict[str, bytes]:
+        """A copy of every file (page-cache view) not under ``skip_prefix``: an operator's store backup."""
+        return {p: bytes(f.data) for p, f in sorted(self._files.items()) if not (skip_prefix and p.startswith(skip_prefix))}
+
+    def restore(self, snapshot: dict[str, bytes], skip_prefix: str = "") -> None:
+        """Put a snapshot back (files not in it are deleted), leaving ``skip_prefix`` files as they are now."""
+        for path in sorted(self._files):
+            if not (skip_prefix and path.startswith(skip_prefix)) and path not in snapshot:
+                del self._files[path]
+        for path, data in snapshot.items():
+            f = _MemFile(path, 0)
+            f.data = bytearray(data)
+            f.durable = bytearray(data)
+            self.makedirs(parent_of(path))
+            self._files[path] = f
+
     def unflushed_bytes(self) -> int:
         return sum(f.dirty_hi - f.dirty_lo for f in self._files.values() if f.dirty_lo >= 0)
 

@@ -22,8 +22,6 @@ CATALOGUE: dict[str, str] = {
     "commit_on_failed_send_back": "client-go #976 / client-cpp #209: the offset is committed although send-back failed",
     # Offsets
     "commit_max_offset": "commit the largest instead of the smallest un-acked offset of a ProcessQueue",
-    # Recovery
-    "zero_on_truncate": "truncation zeroes the consume-queue tail (hides #495's stale units)",
     # Timer wheel
     "timer_no_queue_offset_clamp": "#7480 (<5.3.2): the timer queue offset from timercheck is not clamped into the CQ",
     "timer_drop_after_first_failure": "drop a timer message after its first failed put",

@@ -17,7 +17,7 @@ from .config_manager import ConfigManager
 from .consume_queue import CQ_UNIT
 from .data_version import DataVersion
 from .fastjson import dumps, loads
-from .faults import SITE_SCHEDULE_DELIVER, BrokerCrash, check_crash
+from .faults import SITE_SCHEDULE_DELIVER, SITE_SCHEDULE_REBUILD, BrokerCrash, check_crash
 from .message_store import DefaultMessageStore
 from .put_status import PutMessageResult, PutMessageStatus
 from .service import PeriodicService
@@ -30,7 +30,8 @@ DELAY_OFFSET_UPDATE_VERSION_STEP = 200
 RMQ_SYS_TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
 SCHEDULE_TOPIC_QUEUE_NUM = 18
 
-DeliverListener = Callable[[codec.MessageExt, int, int, PutMessageResult], None]
+# (delivered message, level, due_ms, put result, the scheduled copy's queue offset in its level's queue)
+DeliverListener = Callable[[codec.MessageExt, int, int, PutMessageResult, int], None]
 
 
 def delay_level_to_queue_id(level: int) -> int:
@@ -178,6 +179,8 @@ class ScheduleMessageService(ConfigManager):
     # --- building and putting the real message ------------------------------------------
     def message_timeup(self, msg_ext: codec.MessageExt) -> codec.MessageExt:
         """The message to put back: the property *string* still carries DELAY/REAL_TOPIC/REAL_QID (1.2)."""
+        if check_crash(self.store.faults, SITE_SCHEDULE_REBUILD, msg_ext.topic):
+            raise ValueError("messageTimeup: the message could not be rebuilt (injected fault)")
         props = msg_ext.properties  # the same map object, as in Java
         inner = codec.MessageExt(
             topic=msg_ext.topic,
@@ -206,9 +209,10 @@ class ScheduleMessageService(ConfigManager):
             return PutMessageResult(PutMessageStatus.OS_PAGE_CACHE_BUSY)
         return self.store.put_message(inner)
 
-    def _delivered(self, inner: codec.MessageExt, level: int, due_ms: int, result: PutMessageResult) -> None:
+    def _delivered(self, inner: codec.MessageExt, level: int, due_ms: int, result: PutMessageResult,
+                   queue_offset: int) -> None:
         for listener in self.deliver_listeners:
-            listener(inner, level, due_ms, result)
+            listener(inner, level, due_ms, result, queue_offset)
 
 
 class DeliverDelayedMessageTimerTask:
@@ -342,7 +346,7 @@ class DeliverDelayedMessageTimerTask:
 
     def _sync_deliver(self, inner: codec.MessageExt, curr_offset: int, due_ms: int) -> bool:
         result = self.svc.put_due_message(inner)
-        self.svc._delivered(inner, self.level, due_ms, result)
+        self.svc._delivered(inner, self.level, due_ms, result, curr_offset)
         if result.is_ok:
             self.svc.update_offset(self.level, self._recorded_offset(curr_offset))
             return True
@@ -360,7 +364,7 @@ class DeliverDelayedMessageTimerTask:
             svc.log(f"Asynchronous deliver block, level {self.level}")
             return False
         result = svc.put_due_message(inner)
-        svc._delivered(inner, self.level, due_ms, result)
+        svc._delivered(inner, self.level, due_ms, result, curr_offset)
         pending.append(PutResultProcess(self._recorded_offset(curr_offset) - 1, phy, size, due_ms, result.is_ok))
         return True
 
@@ -437,5 +441,5 @@ class HandlePutResultTask:
             return
         inner = svc.message_timeup(msg_ext)
         result = svc.put_due_message(inner)
-        svc._delivered(inner, self.level, head.due_ms, result)
+        svc._delivered(inner, self.level, head.due_ms, result, head.offset)
         head.status = "SUCCESS" if result.is_ok else "EXCEPTION"

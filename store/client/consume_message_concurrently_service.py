@@ -100,7 +100,8 @@ class ConsumeMessageConcurrentlyService:
             request.message_queue, delay_level_when_next_consume, ACK_INDEX_MAX if ack_index is None else ack_index)
         acked = self._effective_ack_index(status, context.ack_index, len(request.msgs))
         for i, msg in enumerate(request.msgs):
-            self.consumer.emit_consume(msg, CONSUME_SUCCESS if i <= acked else RECONSUME_LATER)
+            self.consumer.emit_consume(msg, CONSUME_SUCCESS if i <= acked else RECONSUME_LATER,
+                                       request.message_queue.topic)
         if request.process_queue.dropped:
             self.consumer.log(f"processQueue is dropped without process consume result. {request.message_queue}")
             return

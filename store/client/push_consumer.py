@@ -448,13 +448,14 @@ class DefaultMQPushConsumer:
         if self.events is not None:
             self.events(kind, fields)
 
-    def emit_consume(self, msg: MessageExt, status: str) -> None:
+    def emit_consume(self, msg: MessageExt, status: str, queue_topic: str = "") -> None:
+        """``topic`` as the listener saw it; ``queue_topic`` the queue it came from (``%RETRY%group`` for retries)."""
         if self.events is None:
             return
         self._emit("consume", {
             "group": self.consumer_group, "client_id": self.client_id, "msg_id": msg.uniq_key or msg.msg_id,
-            "topic": msg.topic, "queue_id": msg.queue_id, "queue_offset": msg.queue_offset,
-            "reconsume_times": msg.reconsume_times, "status": status,
+            "topic": msg.topic, "queue_topic": queue_topic or msg.topic, "queue_id": msg.queue_id,
+            "queue_offset": msg.queue_offset, "reconsume_times": msg.reconsume_times, "status": status,
         })
 
     def emit_send_back(self, msg: MessageExt, delay_level: int, result: str, path: str) -> None:
@@ -467,5 +468,6 @@ class DefaultMQPushConsumer:
 
     def _offset_updated(self, mq: MessageQueue, offset: int) -> None:
         self._emit("offset_commit", {
-            "group": self.consumer_group, "topic": mq.topic, "queue_id": mq.queue_id, "offset": offset,
+            "group": self.consumer_group, "client_id": self.client_id, "topic": mq.topic, "queue_id": mq.queue_id,
+            "offset": offset,
         })

@@ -1,0 +1,410 @@
+"""The invariants of DESIGN.md, as pure functions over a run's history (no store, no simulator).
+
+Each checker returns ``{"holds", "checked", "violations": [{"msg_id", "explanation", "events"}]}``;
+a violation names the message, quotes its events and says in one sentence what went wrong.
+``RunContext`` carries the few facts a history does not: groups, delay levels, phase times.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+CONSUME_SUCCESS = "CONSUME_SUCCESS"
+MAX_QUOTED_EVENTS = 8
+MAX_VIOLATIONS = 50
+SEND_BACK_TO_DLQ_MS = 1000  # a dead letter is stored in the same step as its send-back; allow scheduling slack
+POLL_SLACK_MS = 100 + 10 + 1  # a level's 100 ms poll, the async handler's 10 ms, one reput round
+SETTLE_AFTER_FAULT_MS = 15_000  # lateness is judged only for messages due this long after the last fault
+
+
+@dataclass(frozen=True)
+class GroupInfo:
+    group: str
+    topic: str
+    model: str  # CLUSTERING or BROADCASTING
+    client_ids: tuple[str, ...]
+    max_reconsume_times: int  # -1 already resolved to 16
+    tags: frozenset[str] | None = None  # None: "*"
+
+
+@dataclass(frozen=True)
+class RunContext:
+    groups: tuple[GroupInfo, ...]
+    delay_level_ms: dict[int, int]
+    drain_start_ms: int
+    end_ms: int
+    timer_precision_ms: int = 1000
+    duplicate_window_ms: int = 22_000  # persist windows: delay offsets + broker offsets + client offsets + slack
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def max_delay_level(self) -> int:
+        return max(self.delay_level_ms) if self.delay_level_ms else 0
+
+    def level_delay_ms(self, level: int) -> int:
+        return self.delay_level_ms[min(max(level, 1), self.max_delay_level)]
+
+
+def _verdict(checked: int, violations: list[dict]) -> dict:
+    return {"holds": not violations, "checked": checked, "violations": violations[:MAX_VIOLATIONS],
+            "violation_count": len(violations)}
+
+
+def _quote(events: list[dict]) -> list[dict]:
+    if len(events) <= MAX_QUOTED_EVENTS:
+        return events
+    return events[: MAX_QUOTED_EVENTS // 2] + events[-MAX_QUOTED_EVENTS // 2 :]
+
+
+class _Index:
+    """The history sorted by message and by kind, built once for all checkers."""
+
+    def __init__(self, events: list[dict]) -> None:
+        self.events = events
+        self.by_msg: dict[str, list[dict]] = defaultdict(list)
+        self.by_kind: dict[str, list[dict]] = defaultdict(list)
+        for e in events:
+            self.by_kind[e["kind"]].append(e)
+            msg_id = e.get("msg_id")
+            if msg_id is not None:
+                self.by_msg[msg_id].append(e)
+        self.sent_ok = [e for e in self.by_kind["send"] if e["status"] == "SEND_OK"]
+        self.drain_t = next((e["t_ms"] for e in self.by_kind["drain"]), None)
+        self.clock_steps = [e for e in self.by_kind["fault"] if e.get("site") == "clock"]
+        self.broker_crashes = [e for e in self.by_kind["crash"] if e["target"] == "broker"]
+        self.restarts = [e for e in self.by_kind["restart"] if e["target"] == "broker" and e.get("ok")]
+        self.cut_by_truncation = {m for e in self.by_kind["cq_truncate"] for m in e.get("cut_msg_ids", ()) if m} | {
+            m for e in self.by_kind["store_rollback"] for m in e["lost_msg_ids"]}
+
+    def quote(self, msg_id: str) -> list[dict]:
+        return _quote(self.by_msg.get(msg_id, []))
+
+    def lost_to_a_fault(self, msg_id: str) -> bool:
+        """The fault itself destroyed a copy: a power failure (ASYNC_FLUSH), a cut queue, a rolled-back store."""
+        return msg_id in self.cut_by_truncation or self.lost_to_power_failure(msg_id)
+
+    def lost_to_power_failure(self, msg_id: str) -> bool:
+        """Some copy of the message was cut off by the recovery after a power failure (ASYNC_FLUSH)."""
+        powers = [c for c in self.broker_crashes if c.get("crash_kind") == "power"]
+        if not powers:
+            return False
+        for crash in powers:
+            restart = next((r for r in self.restarts if r["seq"] > crash["seq"]), None)
+            if restart is None:
+                continue
+            for e in self.by_msg.get(msg_id, []):
+                if e["kind"] == "store" and e["seq"] < crash["seq"] and e["phy_offset"] >= restart["commit_log_end"]:
+                    return True
+        return False
+
+
+def _subscribed(group: GroupInfo, send: dict, tags_of: dict[str, str | None]) -> bool:
+    if send["topic"] != group.topic:
+        return False
+    return group.tags is None or tags_of.get(send["msg_id"]) in group.tags
+
+
+# --- no_loss -------------------------------------------------------------------------------------------------
+def check_no_loss(ix: _Index, ctx: RunContext) -> dict:
+    violations = []
+    checked = 0
+    for send in ix.sent_ok:
+        msg_id = send["msg_id"]
+        events = ix.by_msg[msg_id]
+        for g in ctx.groups:
+            if not _subscribed(g, send, ctx.extra.get("tags_of", {})):
+                continue
+            checked += 1
+            consumes = [e for e in events if e["kind"] == "consume" and e["group"] == g.group]
+            if g.model == "BROADCASTING":
+                # Every instance must have had it; a failed attempt is dropped by design (no retry).
+                missing = sorted(set(g.client_ids) - {e["client_id"] for e in consumes})
+                if missing and not ix.lost_to_a_fault(msg_id):
+                    violations.append({"msg_id": msg_id, "group": g.group, "events": ix.quote(msg_id),
+                                       "explanation": f"sent with SEND_OK but broadcasting instance(s) "
+                                                      f"{', '.join(missing)} of {g.group} never received it"})
+                continue
+            done = any(e["status"] == CONSUME_SUCCESS for e in consumes) or any(
+                e["kind"] == "dlq" and e["group"] == g.group for e in events)
+            if not done and not ix.lost_to_a_fault(msg_id):
+                last = events[-1]["kind"] if events else "nothing"
+                violations.append({"msg_id": msg_id, "group": g.group, "events": ix.quote(msg_id),
+                                   "explanation": f"sent with SEND_OK but by the end of the drain {g.group} neither "
+                                                  f"consumed it successfully nor dead-lettered it "
+                                                  f"({len(consumes)} attempt(s); its last event was '{last}')"})
+    return _verdict(checked, violations)
+
+
+# --- at_least_once_redelivery --------------------------------------------------------------------------------
+def check_at_least_once_redelivery(ix: _Index, ctx: RunContext) -> dict:
+    violations = []
+    checked = 0
+    clustering = {g.group for g in ctx.groups if g.model == "CLUSTERING"}
+    crashes = {e["target"]: [] for e in ix.by_kind["crash"]}
+    for e in ix.by_kind["crash"]:
+        crashes[e["target"]].append(e)
+    commits: dict[tuple, list[dict]] = defaultdict(list)  # (group, topic, queue_id) -> offset commits
+    for e in ix.by_kind["offset_commit"]:
+        commits[(e["group"], e["topic"], e["queue_id"])].append(e)
+    for msg_id, events in ix.by_msg.items():
+        consumes = [e for e in events if e["kind"] == "consume" and e["group"] in clustering]
+        for i, attempt in enumerate(consumes):
+            group = attempt["group"]
+            later = [c for c in consumes[i + 1:] if c["group"] == group]
+            dead = any(e["kind"] == "dlq" and e["group"] == group and e["seq"] > attempt["seq"] for e in events)
+            if attempt["status"] != CONSUME_SUCCESS:
+                checked += 1
+                if not later and not dead:
+                    violations.append({"msg_id": msg_id, "group": group, "events": ix.quote(msg_id),
+                                       "explanation": f"consume attempt {attempt['reconsume_times']} in {group} failed "
+                                                      f"at t={attempt['t_ms']} ms but the message was never "
+                                                      f"delivered to {group} again nor dead-lettered"})
+                continue
+            # A success whose offset the dying consumer never committed must be consumed again.
+            owner = attempt["client_id"].split("@")[0]
+            crash = next((c for c in crashes.get(owner, []) if c["seq"] > attempt["seq"]), None)
+            if crash is None:
+                continue
+            key = (group, attempt["queue_topic"], attempt["queue_id"])
+            committed = any(c["seq"] < crash["seq"] and c["seq"] > attempt["seq"] and c["offset"] > attempt["queue_offset"]
+                            and c.get("client_id", attempt["client_id"]) == attempt["client_id"]
+                            for c in commits.get(key, []))
+            if committed:
+                continue
+            checked += 1
+            if not later and not dead:
+                violations.append({"msg_id": msg_id, "group": group, "events": ix.quote(msg_id),
+                                   "explanation": f"{owner} consumed it at t={attempt['t_ms']} ms and crashed before "
+                                                  f"committing its offset, but {group} never got it again"})
+    return _verdict(checked, violations)
+
+
+# --- no_early_delivery ---------------------------------------------------------------------------------------
+def check_no_early_delivery(ix: _Index, ctx: RunContext) -> dict:
+    violations = []
+    delivers = ix.by_kind["deliver"]
+    for d in delivers:
+        early_ms = d["due_ms"] - d["broker_ms"]
+        if early_ms <= 0:
+            continue
+        if d["level"] != "timer" and early_ms > ctx.level_delay_ms(d["level"]):
+            continue  # correctDeliverTimestamp: the deliver time lay more than one level-delay ahead (clock stepped)
+        what = "timer message" if d["level"] == "timer" else f"level-{d['level']} message"
+        violations.append({"msg_id": d["msg_id"], "events": ix.quote(d["msg_id"]),
+                           "explanation": f"the {what} reached {d['topic']} at broker time {d['broker_ms']}, "
+                                          f"{early_ms} ms before it was due ({d['due_ms']})"})
+    return _verdict(len(delivers), violations)
+
+
+# --- per_level_order -----------------------------------------------------------------------------------------
+def check_per_level_order(ix: _Index, ctx: RunContext) -> dict:
+    violations = []
+    checked = 0
+    last: dict[int, tuple[int, str]] = {}
+    seen: set[tuple[int, int, str]] = set()
+    for e in ix.events:
+        if e["kind"] in ("restart",) and e["target"] == "broker":
+            last.clear()  # a new broker: its levels start again from their persisted offsets
+            continue
+        if e["kind"] != "deliver" or e["level"] == "timer" or e.get("schedule_queue_offset", -1) < 0:
+            continue
+        key = (e["level"], e["schedule_queue_offset"], e["msg_id"])
+        if key in seen:
+            continue  # a repeated delivery (duplicate), not a first one
+        seen.add(key)
+        checked += 1
+        previous = last.get(e["level"])
+        if previous is not None and e["schedule_queue_offset"] < previous[0]:
+            violations.append({"msg_id": e["msg_id"], "events": ix.quote(e["msg_id"]) + ix.quote(previous[1])[:2],
+                               "explanation": f"level {e['level']} delivered queue offset {e['schedule_queue_offset']} "
+                                              f"after offset {previous[0]} ({previous[1]}): out of the level's order"})
+        last[e["level"]] = (e["schedule_queue_offset"], e["msg_id"])
+    return _verdict(checked, violations)
+
+
+# --- dlq_after_max_retries -----------------------------------------------------------------------------------
+def check_dlq_after_max_retries(ix: _Index, ctx: RunContext) -> dict:
+    violations = []
+    checked = 0
+    groups = {g.group: g for g in ctx.groups if g.model == "CLUSTERING"}
+    for msg_id, events in ix.by_msg.items():
+        for group, g in groups.items():
+            limit = g.max_reconsume_times
+            consumes = [e for e in events if e["kind"] == "consume" and e["group"] == group]
+            dlqs = [e for e in events if e["kind"] == "dlq" and e["group"] == group]
+            if not consumes and not dlqs:
+                continue
+            checked += 1
+            too_many = [c for c in consumes if c["reconsume_times"] > limit]
+            if too_many:
+                c = too_many[0]
+                violations.append({"msg_id": msg_id, "group": group, "events": ix.quote(msg_id),
+                                   "explanation": f"{group} was given retry {c['reconsume_times']} although at most "
+                                                  f"{limit} retries are allowed before the DLQ"})
+                continue
+            for dead in dlqs:
+                last_fail = [c for c in consumes if c["seq"] < dead["seq"] and c["status"] != CONSUME_SUCCESS
+                             and c["reconsume_times"] == limit]
+                if dead["reconsume_times"] != limit + 1 or not last_fail:
+                    violations.append({"msg_id": msg_id, "group": group, "events": ix.quote(msg_id),
+                                       "explanation": f"dead-lettered with reconsumeTimes {dead['reconsume_times']} "
+                                                      f"after {len([c for c in consumes if c['seq'] < dead['seq']])} "
+                                                      f"attempt(s); expected exactly {limit + 1} failed attempts and "
+                                                      f"reconsumeTimes {limit + 1}"})
+                    break
+                backs = [b for b in events if b["kind"] == "send_back" and b["group"] == group
+                         and b["seq"] < dead["seq"] and b["seq"] > last_fail[-1]["seq"]]
+                since = dead["t_ms"] - (backs[-1]["t_ms"] if backs else last_fail[-1]["t_ms"])
+                if since > SEND_BACK_TO_DLQ_MS:
+                    violations.append({"msg_id": msg_id, "group": group, "events": ix.quote(msg_id),
+                                       "explanation": f"reached %DLQ%{group} {since} ms after its last send-back: it "
+                                                      f"took another delay on the way (DELAY kept, #2724)"})
+                    break
+                after = [c for c in consumes if c["seq"] > dead["seq"]]
+                if after:
+                    violations.append({"msg_id": msg_id, "group": group, "events": ix.quote(msg_id),
+                                       "explanation": f"delivered to {group} as retry {after[0]['reconsume_times']} "
+                                                      f"after it was dead-lettered"})
+                    break
+    return _verdict(checked, violations)
+
+
+# --- retry_schedule ------------------------------------------------------------------------------------------
+def check_retry_schedule(ix: _Index, ctx: RunContext) -> dict:
+    violations = []
+    checked = 0
+    step_times = [e["t_ms"] for e in ix.clock_steps if e.get("by_ms", 0) < 0]
+    for msg_id, events in ix.by_msg.items():
+        for i, c in enumerate(events):
+            if c["kind"] != "consume" or c["reconsume_times"] < 1:
+                continue
+            k = c["reconsume_times"]
+            backs = [b for b in events[:i] if b["kind"] == "send_back" and b["group"] == c["group"]
+                     and b["reconsume_times"] == k - 1 and b["result"] == "ok"]
+            if not backs:
+                continue
+            sent_back = backs[0]  # the earliest copy comes back first: the most lenient pairing with duplicates
+            if any(sent_back["t_ms"] <= t <= c["t_ms"] for t in step_times):
+                continue  # a backwards clock step in between: correctDeliverTimestamp may deliver early
+            checked += 1
+            level = min(3 + (k - 1), ctx.max_delay_level)
+            need = ctx.level_delay_ms(level)
+            waited = c["t_ms"] - sent_back["t_ms"]
+            if waited < need:
+                violations.append({"msg_id": msg_id, "group": c["group"], "events": ix.quote(msg_id),
+                                   "explanation": f"retry {k} came {waited} ms after its send-back; level {level} "
+                                                  f"({need} ms) had not elapsed"})
+    return _verdict(checked, violations)
+
+
+# --- bounded_lateness ----------------------------------------------------------------------------------------
+def check_bounded_lateness(ix: _Index, ctx: RunContext) -> dict:
+    """In the drain, a message due well after the last fault is delivered within one poll of its due time.
+
+    Lateness is measured on the simulator's monotonic clock from the scheduled copy's store time, so a
+    broker clock that jumps (and a scheduler that does not correct for it) shows up as lateness."""
+    violations = []
+    checked = 0
+    drain = ix.drain_t if ix.drain_t is not None else ctx.drain_start_ms
+    fault_times = [e["t_ms"] for e in ix.by_kind["crash"]] + [e["t_ms"] for e in ix.by_kind["restart"]] + [
+        e["t_ms"] for e in ix.by_kind["fault"] if e.get("action") != "fail"]
+    settled = max([drain, *[t + SETTLE_AFTER_FAULT_MS for t in fault_times]])
+    per_level: dict[str, int] = {}
+    schedule_stores: dict[str, list[dict]] = defaultdict(list)
+    for e in ix.by_kind["store"]:
+        if e["topic"] in ("SCHEDULE_TOPIC_XXXX", "rmq_sys_wheel_timer"):
+            schedule_stores[e["msg_id"]].append(e)
+    delivered: set[tuple[str, object]] = set()
+    for d in ix.by_kind["deliver"]:
+        stores = [s for s in schedule_stores.get(d["msg_id"], []) if s["seq"] < d["seq"]]
+        if not stores:
+            continue
+        store = stores[-1]
+        if d["level"] == "timer":
+            due_mono = store["t_ms"] + max(0, d["due_ms"] - store["broker_ms"])
+            bound = ctx.timer_precision_ms + POLL_SLACK_MS
+        else:
+            due_mono = store["t_ms"] + ctx.level_delay_ms(d["level"])
+            bound = POLL_SLACK_MS
+        delivered.add((d["msg_id"], d["level"]))
+        if due_mono < settled:
+            continue
+        checked += 1
+        late = d["t_ms"] - due_mono
+        key = str(d["level"])
+        per_level[key] = max(per_level.get(key, late), late)
+        if late > bound:
+            violations.append({"msg_id": d["msg_id"], "events": ix.quote(d["msg_id"]),
+                               "explanation": f"due at t={due_mono} ms in the drain but delivered {late} ms late "
+                                              f"(bound {bound} ms from the polling intervals)"})
+    # Liveness: a message due in the settled drain that never came back at all.
+    for msg_id, stores in schedule_stores.items():
+        last = stores[-1]
+        if last["topic"] != "SCHEDULE_TOPIC_XXXX":
+            continue
+        level = last["queue_id"] + 1
+        due_mono = last["t_ms"] + ctx.level_delay_ms(level)
+        if settled <= due_mono <= ctx.end_ms - 1000 and (msg_id, level) not in delivered:
+            checked += 1
+            violations.append({"msg_id": msg_id, "events": ix.quote(msg_id),
+                               "explanation": f"due at t={due_mono} ms in the drain but never delivered"})
+    verdict = _verdict(checked, violations)
+    verdict["max_lateness_ms_by_level"] = dict(sorted(per_level.items(), key=lambda kv: str(kv[0])))
+    return verdict
+
+
+# --- duplicates ----------------------------------------------------------------------------------------------
+def check_duplicates(ix: _Index, ctx: RunContext) -> dict:
+    """Duplicates are expected after crashes, bounded by the persist windows; a graceful restart makes none."""
+    violations = []
+    first: dict[tuple, dict] = {}
+    count = 0
+    broadcast = {g.group for g in ctx.groups if g.model == "BROADCASTING"}
+    crash_times = [e["t_ms"] for e in ix.by_kind["crash"] if e.get("crash_kind") != "shutdown"]
+    graceful = [e for e in ix.by_kind["crash"] if e.get("crash_kind") == "shutdown"]
+    for e in ix.events:
+        if e["kind"] == "consume" and e["status"] == CONSUME_SUCCESS:
+            group = e["group"] + ("/" + e["client_id"] if e["group"] in broadcast else "")
+            key = ("consume", group, e["msg_id"])
+        elif e["kind"] == "deliver":
+            key = ("deliver", e["level"], e.get("schedule_queue_offset"), e["msg_id"])
+        else:
+            continue
+        if key not in first:
+            first[key] = e
+            continue
+        count += key[0] == "consume"
+        original = first[key]
+        window = [t for t in crash_times if original["t_ms"] <= t <= e["t_ms"]]
+        explained = any(t - original["t_ms"] <= ctx.duplicate_window_ms for t in window)
+        if key[0] == "deliver" and not window and any(original["t_ms"] <= g["t_ms"] <= e["t_ms"] for g in graceful):
+            violations.append({"msg_id": e["msg_id"], "events": ix.quote(e["msg_id"]),
+                               "explanation": f"delivered from level {e['level']} again after a graceful restart "
+                                              f"(first at t={original['t_ms']} ms): the shutdown did not persist "
+                                              f"the delay offsets"})
+        elif window and not explained:
+            violations.append({"msg_id": e["msg_id"], "events": ix.quote(e["msg_id"]),
+                               "explanation": f"{key[0]} repeated at t={e['t_ms']} ms although the first one "
+                                              f"(t={original['t_ms']} ms) was more than {ctx.duplicate_window_ms} ms "
+                                              f"before the crash: outside every persist window"})
+    verdict = _verdict(len(first), violations)
+    verdict["duplicates"] = count
+    return verdict
+
+
+CHECKS = {
+    "no_loss": check_no_loss,
+    "at_least_once_redelivery": check_at_least_once_redelivery,
+    "no_early_delivery": check_no_early_delivery,
+    "per_level_order": check_per_level_order,
+    "dlq_after_max_retries": check_dlq_after_max_retries,
+    "retry_schedule": check_retry_schedule,
+    "bounded_lateness": check_bounded_lateness,
+    "duplicates": check_duplicates,
+}
+
+
+def check_events(events: list[dict], ctx: RunContext, only: list[str] | None = None) -> dict:
+    ix = _Index(events)
+    return {name: fn(ix, ctx) for name, fn in CHECKS.items() if only is None or name in only}
