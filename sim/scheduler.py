@@ -43,8 +43,12 @@ class Scheduler:
         self.before_step: Callable[[int], None] | None = None
 
     def add_owner(self, owner: str, services: list, base_rank: int) -> None:
+        self.add_ranked(owner, [(svc, base_rank + i) for i, svc in enumerate(services)])
+
+    def add_ranked(self, owner: str, ranked: list[tuple[object, int]]) -> None:
+        """Services with explicit ranks (an owner's services need not have neighbouring ranks)."""
         self.remove_owner(owner)
-        self.owners[owner] = [_Slot(svc, owner, base_rank + i) for i, svc in enumerate(services)]
+        self.owners[owner] = [_Slot(svc, owner, rank) for svc, rank in ranked]
         self.touch(owner)
         self.flush_touched()
 

@@ -82,6 +82,7 @@ class World:
         self.broker_down_since: int | None = None
         self.restart_error: str | None = None
         self.snapshots: dict[int, tuple[int, int, dict]] = {}
+        self.broker_owners: list[str] = []
 
     # --- time and history -----------------------------------------------------------------------
     def now_mono(self) -> int:
@@ -111,7 +112,8 @@ class World:
             broker.schedule_message_service.idle_skip = True
         store = broker.message_store
         store.put_listeners.append(self._on_store)
-        store.new_message_listener = lambda: self.scheduler.touch("broker")
+        store.new_message_listener = lambda: self.scheduler.touch("broker.reput")
+        store.arriving_listeners.append(self._on_arriving)
         broker.schedule_message_service.deliver_listeners.append(self._on_deliver)
         broker.consumer_manager.ids_changed_listeners.append(self._on_ids_changed)
         for manager in (broker.consumer_offset_manager, broker.schedule_message_service,
@@ -119,7 +121,34 @@ class World:
             manager.persist_listeners.append(self._on_persist)
         broker.start(self.now_mono())
         self.broker = broker
-        self.scheduler.add_owner("broker", broker.all_services, RANK_BROKER)
+        self._add_broker_services(broker)
+
+    def _add_broker_services(self, broker: BrokerController) -> None:
+        """The broker's services under finer owners, so that a touch re-arms only what it can affect:
+        ``broker.reput`` (poked by puts), ``broker.level.N`` (poked by dispatch into level N's queue),
+        and ``broker`` for the rest (poked by client requests). Ranks keep the broker's service order."""
+        ranked = {id(svc): RANK_BROKER + i for i, svc in enumerate(broker.all_services)}
+        reput = broker.message_store.services[0]
+        sched = broker.schedule_message_service
+        grouped: dict[str, list] = {"broker.reput": [reput]}
+        for level, task in sched.tasks.items():
+            grouped[f"broker.level.{level}"] = [task] + ([sched.put_result_tasks[level]]
+                                                        if level in sched.put_result_tasks else [])
+        placed = {id(svc) for services in grouped.values() for svc in services}
+        grouped["broker"] = [svc for svc in broker.all_services if id(svc) not in placed]
+        self.broker_owners = sorted(grouped)
+        for owner, services in grouped.items():
+            self.scheduler.add_ranked(owner, [(svc, ranked[id(svc)]) for svc in services])
+
+    def touch_broker(self) -> None:
+        for owner in self.broker_owners:
+            self.scheduler.touch(owner)
+
+    def _on_arriving(self, topic: str, queue_id: int, _next_offset: int) -> None:
+        if topic == "SCHEDULE_TOPIC_XXXX":
+            self.scheduler.touch(f"broker.level.{queue_id + 1}")
+        else:
+            self.scheduler.touch("broker")
 
     def _on_store(self, msg, result) -> None:
         a = result.append
@@ -158,7 +187,7 @@ class World:
         self.record("crash", target="broker", crash_kind=kind, site=site)
         self.broker = None
         self.broker_generation += 1
-        self.scheduler.remove_owner("broker")
+        self._remove_broker_services()
         for held in broker.pull_processor.drop_held():
             held.callback(RemotingError("connection closed: the broker died"))
         if kind == "power":
@@ -180,11 +209,16 @@ class World:
             self.record("fault", site=crash.site, action="crash during shutdown")
         self.broker = None
         self.broker_generation += 1
-        self.scheduler.remove_owner("broker")
+        self._remove_broker_services()
         for request in held:
             request.callback(RemotingError("connection closed: the broker shut down"))
         self.broker_down_since = self.now_mono()
         self.restart_at(self.now_mono() + self.scenario.faults.restart_after_ms)
+
+    def _remove_broker_services(self) -> None:
+        for owner in self.broker_owners:
+            self.scheduler.remove_owner(owner)
+        self.broker_owners = []
 
     def restart_at(self, at_ms: int) -> None:
         self.network_service.deliver_at(at_ms, self.restart_broker)
@@ -226,7 +260,7 @@ class World:
         elif kind == "clock_step":
             self.clock.step(arg)
             self.record("fault", site="clock", action="step", by_ms=arg, broker_ms=self.clock.now_ms())
-            self.scheduler.touch("broker")
+            self.touch_broker()
 
     def _crash_consumer(self, pick: float) -> None:
         owners = [o for o in sorted(self.consumers) if self.consumers[o][0].services]
