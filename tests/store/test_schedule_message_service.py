@@ -168,3 +168,57 @@ def test_invalid_level_string_is_a_clear_configuration_error():
 
     with pytest.raises(DelayLevelError, match="level 2 is '5x'"):
         BrokerHarness(store_config=MessageStoreConfig(message_delay_level="1s 5x"))
+
+
+@pytest.mark.parametrize("store_config,expected", [(SMALL_STORE, ["b"]), (ERA_4, ["a", "b"])],
+                         ids=["5.3.3-skips", "4.9.8-retries"])
+def test_exception_while_rebuilding_skips_in_5x_and_retries_in_4x(store_config, expected):
+    from store.faults import SITE_SCHEDULE_REBUILD
+
+    h = BrokerHarness(store_config=store_config, faults=FailN(SITE_SCHEDULE_REBUILD, 1))
+    h.broker.topic_config_manager.create_topic_in_send_message_method("TopicTest", "TBW102", 4)
+    h.send(key="a", **{PROPERTY_DELAY_TIME_LEVEL: "1"})
+    h.send(key="b", **{PROPERTY_DELAY_TIME_LEVEL: "1"})
+    h.run_for(3000)
+    assert [m.properties["UNIQ_KEY"] for m in delivered(h)] == expected
+
+
+def test_an_unreadable_message_is_skipped_silently():
+    h = BrokerHarness()
+    h.broker.topic_config_manager.create_topic_in_send_message_method("TopicTest", "TBW102", 4)
+    h.send(key="a", **{PROPERTY_DELAY_TIME_LEVEL: "1"})
+    h.send(key="b", **{PROPERTY_DELAY_TIME_LEVEL: "1"})
+    h.run_for(1)
+    cq = h.broker.message_store.get_consume_queue(SCHEDULE_TOPIC, 0)
+    phy_a, _size, _tags = cq.get_unit(0)
+    mf = h.broker.message_store.commit_log.mfq.find_mapped_file_by_offset(phy_a)
+    mf.handle.write(phy_a % mf.file_size + 4, b"\0\0\0\0")  # "a" can no longer be read (bad magic)
+    h.run_for(3000)
+    assert [m.properties["UNIQ_KEY"] for m in delivered(h)] == ["b"]
+    assert h.broker.schedule_message_service.offset_table[1] == 2
+
+
+def test_a_running_level_resets_an_offset_past_the_queue_end_to_the_max():
+    h = BrokerHarness()
+    h.broker.topic_config_manager.create_topic_in_send_message_method("TopicTest", "TBW102", 4)
+    h.send(key="a", **{PROPERTY_DELAY_TIME_LEVEL: "1"})
+    h.run_for(1)
+    h.broker.schedule_message_service.tasks[1].offset = 40  # past the end, as after a truncation
+    h.run_for(1100)
+    assert h.broker.schedule_message_service.tasks[1].offset == 1
+    assert any("reset to 1" in line for line in h.logs)
+    h.send(key="b", **{PROPERTY_DELAY_TIME_LEVEL: "1"})
+    h.run_for(2000)
+    assert [m.properties["UNIQ_KEY"] for m in delivered(h)] == ["b"]  # "a" (offset 0) was passed over
+
+
+def test_async_flow_control_refuses_past_the_pending_limit():
+    config = SMALL_STORE.with_(enable_schedule_async_deliver=True, schedule_async_deliver_max_pending_limit=1)
+    h = BrokerHarness(store_config=config, faults=FailN(SITE_SCHEDULE_DELIVER, 100))
+    h.broker.topic_config_manager.create_topic_in_send_message_method("TopicTest", "TBW102", 4)
+    for key in "abc":
+        h.send(key=key, **{PROPERTY_DELAY_TIME_LEVEL: "1"})
+    h.run_for(1050)
+    pending = h.broker.schedule_message_service.put_result_tasks[1].pending
+    assert len(pending) == 2  # the third put is refused (flow control) and retried later at the same offset
+    assert any("flow control" in line for line in h.logs)

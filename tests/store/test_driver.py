@@ -1,0 +1,41 @@
+"""The real-clock driver runs the very same services on the system clock: nothing needs the simulator."""
+
+from __future__ import annotations
+
+import random
+
+from store.broker.broker_controller import BrokerController
+from store.client.api import PullMessageRequest
+from store.clock import SystemClock
+from store.config import MessageStoreConfig
+from store.disk import OsDisk
+from store.driver import run_services
+from store.message import PROPERTY_DELAY_TIME_LEVEL, MessageExt
+
+
+def test_a_level_1_message_is_delivered_after_at_least_one_second_of_real_time(tmp_path):
+    clock = SystemClock()
+    config = MessageStoreConfig(mapped_file_size_commit_log=64 * 1024, mapped_file_size_consume_queue=20 * 64)
+    broker = BrokerController(OsDisk(str(tmp_path / "store")), clock, rng=random.Random(1), store_config=config)
+    broker.initialize()
+    start_mono = clock.monotonic_ms()
+    broker.start(start_mono)
+    broker.topic_config_manager.create_topic_in_send_message_method("TopicTest", "TBW102", 1)
+    sent_ms = clock.now_ms()
+    msg = MessageExt(topic="TopicTest", queue_id=0, body=b"real", properties={"UNIQ_KEY": "r1",
+                                                                             PROPERTY_DELAY_TIME_LEVEL: "1"})
+    broker.send_message(msg, "P")
+
+    found = []
+
+    def delivered() -> bool:
+        broker.pull_message_async(PullMessageRequest("G", "TopicTest", 0, 0, 1, 0, suspend=False),
+                                  lambda result: found.extend(result.msg_found_list))
+        return bool(found)
+
+    assert run_services(lambda: broker.all_services, clock, delivered, start_mono + 5000)
+    (got,) = found
+    assert got.properties["UNIQ_KEY"] == "r1"
+    assert got.store_timestamp - sent_ms >= 1000  # level 1 = 1 s on the real clock
+    broker.shutdown()
+    assert (tmp_path / "store" / "config" / "delayOffset.json").exists()
