@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 
 EXIT_OK = 0
@@ -32,6 +33,22 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(format_inspection(doc))
     return EXIT_OK
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    """``rmqsim check``: the exhaustive model check (model/cli.py does the work)."""
+    from model.cli import BadInput, run
+
+    try:
+        return run(args)
+    except BadInput as error:
+        raise UsageError(f"check: {error}") from None
+
+
+def _one_line_error(message: str):
+    """argparse's error for ``check``: one line on stderr, exit code 2 (no usage block)."""
+    print(f"rmqsim check: {message}", file=sys.stderr)
+    raise SystemExit(EXIT_BAD_INPUT)
 
 
 def _progress_bar(label: str):
@@ -98,7 +115,116 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except UnknownMutant as error:
         raise UsageError(str(error)) from None
     _print_run(result.summary, out_dir)
-    return _verdict_exit(result.summary)
+    code = _verdict_exit(result.summary)
+    if code == EXIT_VIOLATION and args.shrink:
+        _shrink_run(result, os.path.join(out_dir, "shrunk.toml"), args.era, args.shrink_runs)
+    return code
+
+
+def _shrink_run(result, path: str, era: str | None, max_runs: int) -> None:
+    """``run --shrink``: a smaller scenario that fails the same invariant, written to ``path``."""
+    from sim.shrink import first_failing_invariant, format_report, shrink, write_shrunk
+
+    invariant = first_failing_invariant(result.summary)
+    print(f"shrinking on {invariant} (at most {max_runs} runs) ...")
+    shrunk = shrink(result.scenario.doc, result.seed, invariant, era=era, mutants=result.mutants,
+                    max_runs=max_runs, first=result, check=_checker(), progress=_shrink_progress())
+    write_shrunk(shrunk, path)
+    for line in format_report(shrunk):
+        print(line)
+
+
+def _shrink_progress():
+    from tqdm import tqdm
+
+    bar = tqdm(total=None, desc="shrink", unit="run", leave=False, disable=None, file=sys.stderr)
+
+    def update(runs: int, max_runs: int, label: str) -> None:
+        bar.total = max_runs
+        bar.n = runs
+        bar.set_postfix_str(label[:60])
+        if runs >= max_runs:
+            bar.close()
+
+    return update
+
+
+def _cmd_mutants(args: argparse.Namespace) -> int:
+    from store.mutants import UnknownMutant
+
+    from .catalogue import builtin_names
+    from .mutants_runner import format_list, format_summary, format_table, run_mutants
+
+    if args.list:
+        for line in format_list():
+            print(line)
+        return EXIT_OK
+    if args.max_seeds < 1:
+        raise UsageError("--max-seeds must be at least 1")
+    unknown = sorted(set(args.scenario or ()) - set(builtin_names()))
+    if unknown:
+        raise UsageError(f"{unknown[0]}: not a built-in scenario (see `rmqsim scenarios`)")
+    try:
+        outcomes = run_mutants(args.mutant, max_seeds=args.max_seeds, scenarios=args.scenario, check=_checker(),
+                               progress=True)
+    except UnknownMutant as error:
+        raise UsageError(str(error)) from None
+    for line in format_table(outcomes) + [""] + format_summary(outcomes):
+        print(line)
+    return EXIT_OK if all(o.caught for o in outcomes) else EXIT_VIOLATION
+
+
+def _cmd_gate(args: argparse.Namespace) -> int:
+    from .gate import run_gate, write_junit
+
+    if args.runs is not None and args.runs < 1:
+        raise UsageError("--runs must be at least 1")
+    if args.budget is not None and args.budget <= 0:
+        raise UsageError("--budget must be a positive number of seconds")
+    from store.mutants import UnknownMutant
+
+    from .catalogue import builtin_names
+
+    unknown = sorted(set(args.scenario or ()) - set(builtin_names()))
+    if unknown:
+        raise UsageError(f"{unknown[0]}: not a built-in scenario (see `rmqsim scenarios`)")
+    try:
+        gate = run_gate(runs=args.runs, budget_s=args.budget, seed_base=args.seed_base, out_dir=args.out,
+                        shrink_runs=args.shrink_runs, names=args.scenario, mutants=args.mutant or (),
+                        progress=True, check=_checker())
+    except UnknownMutant as error:
+        raise UsageError(str(error)) from None
+    if args.junit:
+        write_junit(gate, args.junit)
+    seeds = sorted({r.seed for r in gate.runs})
+    seed_text = f"{seeds[0]}..{seeds[-1]}" if seeds else "-"
+    print(f"gate: {len(gate.runs)} runs over {len({r.scenario for r in gate.runs})} built-in scenarios, "
+          f"seeds {seed_text} (seed base {gate.seed_base}), {gate.wall_s:.1f} s")
+    failing = gate.failing
+    if failing is None:
+        print("  every invariant held in every run")
+        if args.junit:
+            print(f"  wrote {args.junit}")
+        return EXIT_OK
+    if failing.error is not None:
+        print(f"  FAIL {failing.scenario} seed {failing.seed}: the simulator raised {failing.error.splitlines()[0]}")
+    else:
+        v = failing.violation
+        print(f"  FAIL {failing.scenario} seed {failing.seed}: {', '.join(failing.failed)} violated")
+        print(f"       {v['msg_id']}: {v['explanation']}")
+    print(f"  replay: {failing.repro}")
+    if gate.run_dir:
+        print(f"  wrote {gate.run_dir}/summary.json, history.jsonl, store/")
+    if gate.shrink is not None:
+        from sim.shrink import format_report
+
+        for line in format_report(gate.shrink):
+            print(line)
+    elif gate.shrink_error:
+        print(f"  (shrinking failed: {gate.shrink_error})")
+    if args.junit:
+        print(f"  wrote {args.junit}")
+    return EXIT_VIOLATION
 
 
 def _checker():
@@ -148,7 +274,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from .java_check import INSTALL_HINT, java_major_version
-    from .sweep import SweepError, example_rows, format_result, load_sweep_file, run_sweep
+    from .sweep import SweepError, environment_errors, example_rows, format_result, load_sweep_file, run_sweep
 
     try:
         spec = load_sweep_file(args.sweep)
@@ -158,6 +284,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     if major is None or major < 17:
         raise UsageError(f"PySpark needs Java 17+ ({'no java on PATH' if major is None else f'java {major} found'}); "
                          f"install it with: {INSTALL_HINT}")
+    if args.master is not None and not re.match(r"^(local(\[(\*|\d+)(,\d+)?\])?|spark://\S+|yarn|k8s://\S+)$", args.master):
+        raise UsageError(f"--master {args.master}: expected local[N], local[*], spark://HOST:PORT, yarn or k8s://URL")
     out_dir = args.out or os.path.join("out", "sweeps", spec.name)
     try:
         result = run_sweep(spec, out_dir, master=args.master)
@@ -165,10 +293,10 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         raise UsageError(str(error)) from None
     except KeyboardInterrupt:
         raise UsageError(f"interrupted; the finished rows are in {out_dir}/runs: run the same command to resume") from None
-    except Exception as error:  # Spark could not start or lost its cluster: an environment problem
+    except environment_errors() as error:  # Spark could not start or lost its cluster
         first = (str(error).strip().splitlines() or [type(error).__name__])[0]
-        raise UsageError(f"the sweep failed in Spark ({type(error).__name__}: {first[:300]}); "
-                         f"finished rows are kept in {out_dir}/runs") from None
+        raise UsageError(f"Spark on {args.master or 'local[*]'} failed ({type(error).__name__}: {first[:300]}); "
+                         f"finished rows are kept in {out_dir}/runs, run again to resume") from None
     print(format_result(result))
     for row in example_rows(out_dir):
         what = row["error"] or ", ".join(row["violated"] or [])
@@ -218,6 +346,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--disk", choices=["memory", "os"], default="memory")
     p.add_argument("--faithful-polling", action="store_true",
                    help="poll every 100 ms like RocketMQ instead of sleeping through idle time (same history)")
+    p.add_argument("--shrink", action="store_true",
+                   help="on a violation, shrink to a smaller scenario that fails the same invariant (DIR/shrunk.toml)")
+    p.add_argument("--shrink-runs", type=int, default=60, metavar="N", help="run budget of --shrink (default 60)")
     p.set_defaults(func=_cmd_run)
 
     p = sub.add_parser("replay", help="re-run DIR/summary.json's run and verify the identical history hash")
@@ -236,6 +367,40 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dir", metavar="DIR")
     p.add_argument("--out", default=None, metavar="FILE.html", help="the page to write (default DIR/report.html)")
     p.set_defaults(func=_cmd_report)
+
+    p = sub.add_parser("mutants", help="mutation self-test: which invariant catches each historical bug")
+    p.add_argument("--list", action="store_true", help="print each mutant and the bug it reproduces, then exit")
+    p.add_argument("--max-seeds", type=int, default=3, metavar="N",
+                   help="seeds 1..N per scenario before the next one (default 3)")
+    p.add_argument("--mutant", action="append", metavar="NAME", help="only this mutant (repeatable)")
+    p.add_argument("--scenario", action="append", metavar="NAME",
+                   help="only these built-in scenarios (repeatable; default all, the mutant's preferred first)")
+    p.set_defaults(func=_cmd_mutants)
+
+    p = sub.add_parser("gate", help="the CI correctness gate: built-in scenarios over seeds from the git commit")
+    bound = p.add_mutually_exclusive_group()
+    bound.add_argument("--runs", type=int, default=None, metavar="N",
+                       help="exactly N runs, round-robin over the built-ins (default: one round)")
+    bound.add_argument("--budget", type=float, default=None, metavar="SECONDS",
+                       help="start runs until SECONDS of wall time have passed")
+    p.add_argument("--junit", default=None, metavar="FILE", help="write JUnit XML (one testcase per run)")
+    p.add_argument("--seed-base", type=int, default=None, metavar="N",
+                   help="first seed (default: the first 8 hex digits of git HEAD; 1 outside git)")
+    p.add_argument("--out", default=os.path.join("out", "gate"), metavar="DIR",
+                   help="where a failing run and its shrunk scenario go (default out/gate)")
+    p.add_argument("--shrink-runs", type=int, default=40, metavar="N", help="run budget for shrinking (default 40)")
+    p.add_argument("--scenario", action="append", metavar="NAME",
+                   help="only these built-in scenarios (repeatable; default all)")
+    p.add_argument("--mutant", action="append", metavar="NAME",
+                   help="put back a historical bug, to see the gate fail (repeatable)")
+    p.set_defaults(func=_cmd_gate)
+
+    p = sub.add_parser("check", help="exhaustive model check of the abstract model (states, traces, GraphML)")
+    from model.cli import add_arguments as add_check_arguments
+
+    add_check_arguments(p)
+    p.error = _one_line_error
+    p.set_defaults(func=_cmd_check)
 
     p = sub.add_parser("scenarios", help="list the built-in scenarios")
     p.set_defaults(func=_cmd_scenarios)

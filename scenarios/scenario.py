@@ -92,6 +92,7 @@ class FaultSpec:
     cq_truncation_topic: str | None = None  # None: any non-empty queue
     store_rollbacks: int = 0
     rollback_age_ms: int = 20_000
+    start_ms: int | None = None  # timed faults happen in [start, 90% of duration]; default 10% of duration
     clock_steps: tuple[ClockStep, ...] = ()
     restart_after_ms: int = 2000
 
@@ -277,6 +278,7 @@ _FAULTS = {
     "rollback_age": ("rollback_age_ms", _duration(allow_zero=False)),
     "clock_steps": ("clock_steps", None),  # checked by _clock_steps (needs the file name for errors)
     "restart_after": ("restart_after_ms", _duration(allow_zero=False)),
+    "start": ("start_ms", _duration()),
 }
 _NETWORK = {"latency": ("latency_ms", _duration())}
 _TABLES = {"broker": _BROKER, "faults": _FAULTS, "network": _NETWORK}

@@ -54,7 +54,8 @@ class FaultPlan:
     def __init__(self, world, spec: FaultSpec, rng: random.Random, start_mono_ms: int, duration_ms: int) -> None:
         self.world = world
         self.plan: list[tuple[int, int, str, object]] = []
-        low, high = start_mono_ms + duration_ms // 10, start_mono_ms + duration_ms * 9 // 10
+        first = duration_ms // 10 if spec.start_ms is None else spec.start_ms
+        low, high = start_mono_ms + first, start_mono_ms + duration_ms * 9 // 10
 
         def times(count: int) -> list[int]:
             return sorted(rng.randrange(low, max(low + 1, high)) for _ in range(count))

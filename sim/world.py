@@ -19,6 +19,7 @@ from store.consume_queue import CQ_STORE_UNIT_SIZE
 from store.disk import MemoryDisk
 from store.faults import BrokerCrash
 from store.message import PROPERTY_DELAY_TIME_LEVEL
+from store.service import PeriodicService
 
 from .clock import SimClock
 from .faults import FaultPlan, SimFaults
@@ -28,7 +29,8 @@ from .random_streams import RandomStreams
 from .scheduler import Scheduler
 from .workload import ConsumeExecutor, ProducerActor
 
-RANK_FAULTS, RANK_BROKER, RANK_NETWORK, RANK_PRODUCERS, RANK_CONSUMERS = 0, 100, 1000, 2000, 3000
+RANK_FAULTS, RANK_BROKER, RANK_NETWORK, RANK_PRODUCERS, RANK_CONSUMERS, RANK_OS = 0, 100, 1000, 2000, 3000, 9000
+WRITEBACK_INTERVAL_MS, DIRTY_EXPIRE_MS = 5000, 30_000  # Linux: dirty_writeback / dirty_expire_centisecs
 DLQ_PREFIX = "%DLQ%"
 
 
@@ -368,6 +370,10 @@ class World:
     def run(self, progress=None) -> None:
         self.start_broker()
         self.scheduler.add_owner("network", [self.network_service], RANK_NETWORK)
+        if isinstance(self.disk, MemoryDisk):
+            writeback = PeriodicService("kernel-writeback", lambda now: self.disk.writeback(now, DIRTY_EXPIRE_MS),
+                                        WRITEBACK_INTERVAL_MS, WRITEBACK_INTERVAL_MS, self.now_mono())
+            self.scheduler.add_owner("os", [writeback], RANK_OS)
         plan = FaultPlan(self, self.scenario.faults, self.rngs.stream("plan"), self.start_mono_ms,
                          self.scenario.duration_ms)
         self.scheduler.add_owner("faults", [plan], RANK_FAULTS)

@@ -244,6 +244,7 @@ class MemoryDisk:
     def __init__(self) -> None:
         self._files: dict[str, _MemFile] = {}
         self._dirs: set[str] = {""}
+        self._dirty_seen_ms: dict[str, int] = {}  # when writeback first saw a file dirty
 
     def exists(self, path: str) -> bool:
         return path in self._files or path in self._dirs
@@ -327,6 +328,24 @@ class MemoryDisk:
             f.durable = bytearray(data)
             self.makedirs(parent_of(path))
             self._files[path] = f
+
+    def writeback(self, now_ms: int, expire_ms: int = 30_000) -> int:
+        """The kernel's flusher (run every few seconds): write back files dirty for ``expire_ms`` or longer.
+
+        Linux writes dirty pages older than ``dirty_expire_centisecs`` (30 s) on its own; without this a
+        file written once and never fsynced would stay volatile forever. Returns how many files it wrote."""
+        written = 0
+        for path in sorted(self._files):
+            f = self._files[path]
+            if f.dirty_lo < 0:
+                self._dirty_seen_ms.pop(path, None)
+                continue
+            seen = self._dirty_seen_ms.setdefault(path, now_ms)
+            if now_ms - seen >= expire_ms:
+                f.flush()
+                del self._dirty_seen_ms[path]
+                written += 1
+        return written
 
     def unflushed_bytes(self) -> int:
         return sum(f.dirty_hi - f.dirty_lo for f in self._files.values() if f.dirty_lo >= 0)

@@ -18,6 +18,7 @@ SITE_PUT = "commitlog.put"  # before a message is appended to the commit log
 SITE_SCHEDULE_DELIVER = "schedule.deliver_put"  # the put of a due delayed message into its real topic
 SITE_SCHEDULE_REBUILD = "schedule.rebuild"  # messageTimeup: rebuilding a due message throws (a corrupt read)
 SITE_TIMER_DEQUEUE_PUT = "timer.dequeue_put"  # the put of a due timer message
+SITE_TIMER_LOG_APPEND = "timer.log_append"  # a timer-log append (FAIL: it fails; the enqueue batch is redone)
 SITE_SEND_BACK = "broker.send_back"  # the broker's consumerSendMsgBack
 SITE_PERSIST_PREFIX = "persist."  # + config file name, e.g. "persist.delayOffset.json"
 SITE_FLUSH_COMMITLOG = "flush.commitlog"

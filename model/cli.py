@@ -1,0 +1,190 @@
+"""``rmqsim check``: the exhaustive model check from the command line.
+
+Exit codes as every rmqsim command: 0 every property holds on the whole (bounded) state space;
+1 a property is violated (the shortest trace is printed); 2 bad input, or the exploration hit a
+limit before it finished (one line on stderr, no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from .checker import CheckResult, check, format_stats
+from .graph_io import png_path_for, write_graphml
+from .properties import PROPERTY_NAMES
+from .spec import CRASH_KINDS, ERA_5, ERAS, MUTANTS, ModelConfig, ModelConfigError
+
+EXIT_OK, EXIT_VIOLATION, EXIT_BAD_INPUT = 0, 1, 2
+PNG_MAX_STATES = 300
+
+
+class BadInput(Exception):
+    """Printed as one line; exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse would print usage and exit; we want one line
+        raise BadInput(message)
+
+
+def _int_list(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, not {text!r}") from None
+
+
+def _failures(text: str) -> int | None:
+    if text.lower() in ("inf", "unbounded"):
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a count or 'inf', not {text!r}") from None
+
+
+def _kinds(text: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def build_parser(prog: str = "rmqsim check") -> argparse.ArgumentParser:
+    p = _Parser(prog=prog, description="Exhaustive model check of the abstract delay/retry/offset protocol.",
+                epilog=f"mutants: {', '.join(sorted(MUTANTS))}")
+    add_arguments(p)
+    return p
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--messages", type=int, default=1, metavar="N", help="messages the producer sends (1)")
+    p.add_argument("--levels", type=int, default=2, metavar="L", help="delay levels; level l waits l ticks (2)")
+    p.add_argument("--max-retries", type=int, default=1, metavar="R", help="maxReconsumeTimes (1)")
+    p.add_argument("--crashes", type=int, default=1, metavar="C", help="broker crashes allowed (1)")
+    p.add_argument("--put-failures", type=_failures, default=1, metavar="F",
+                   help="put failures allowed (sends, deliveries, send-backs), or 'inf' (1)")
+    p.add_argument("--persist-points", type=int, default=1, metavar="P",
+                   help="persists of delayOffset.json / consumerOffset.json allowed, besides shutdowns (1)")
+    p.add_argument("--send-levels", type=_int_list, default=(), metavar="L1,L2,...",
+                   help="the delay level of each message, 0 = none (default: 1, 2, ..., cycling)")
+    p.add_argument("--crash-kinds", type=_kinds, default=CRASH_KINDS, metavar="KINDS",
+                   help="process (kill -9) and/or graceful (default: both)")
+    p.add_argument("--era", choices=ERAS, default=ERA_5,
+                   help="RocketMQ behaviour: 5.3.3, or 4.9.8 (adds rebuild errors as faults) (5.3.3)")
+    p.add_argument("--mutant", action="append", default=[], metavar="NAME", help="put back a historical bug")
+    p.add_argument("--no-symmetry", action="store_true", help="do not merge states that rename messages")
+    p.add_argument("--compare-symmetry", action="store_true",
+                   help="also explore without symmetry reduction and report the reduction factor")
+    p.add_argument("--max-states", type=int, default=5_000_000, metavar="N", help="stop after N states")
+    p.add_argument("--memory-mb", type=float, default=2048, metavar="M", help="stop above M MiB resident")
+    p.add_argument("--max-seconds", type=float, default=None, metavar="S", help="stop after S seconds")
+    p.add_argument("--graph", default=None, metavar="FILE",
+                   help=f"write the state graph as GraphML (and FILE.png when <= {PNG_MAX_STATES} states)")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+
+
+def config_from_args(args: argparse.Namespace) -> ModelConfig:
+    cfg = ModelConfig(messages=args.messages, levels=args.levels, max_retries=args.max_retries,
+                      crashes=args.crashes, put_failures=args.put_failures, persist_points=args.persist_points,
+                      send_levels=args.send_levels, crash_kinds=args.crash_kinds, mutants=frozenset(args.mutant),
+                      era=args.era)
+    return cfg.validate()
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run a parsed ``check`` command (also the entry of ``scenarios/cli.py``)."""
+    try:
+        cfg = config_from_args(args)
+    except ModelConfigError as error:
+        raise BadInput(str(error)) from None
+    for name, value in (("--max-states", args.max_states), ("--memory-mb", args.memory_mb)):
+        if value is not None and value <= 0:
+            raise BadInput(f"{name} must be positive")
+    if args.graph:
+        folder = os.path.dirname(os.path.abspath(args.graph))
+        if not os.path.isdir(folder):
+            raise BadInput(f"--graph {args.graph}: directory {folder} does not exist")
+    limits = dict(max_states=args.max_states, memory_mb=args.memory_mb, max_seconds=args.max_seconds)
+    after = PNG_MAX_STATES if args.graph else 0  # a picture shows the counterexample's surroundings
+    result = check(cfg, symmetry=not args.no_symmetry, progress=None, explore_after_violation=after, **limits)
+    other: CheckResult | None = None
+    if args.compare_symmetry:
+        other = check(cfg, symmetry=args.no_symmetry, progress=None, **limits)
+    files: list[str] = []
+    if args.graph:
+        try:
+            write_graphml(result, args.graph)
+            files.append(args.graph)
+            early = result.violation is not None and result.violation.state_id < PNG_MAX_STATES
+            if result.states <= PNG_MAX_STATES or early:  # early: cut just past the limit for the picture
+                from reports.state_graph import draw_result
+
+                png = png_path_for(args.graph)
+                draw_result(result, png)
+                files.append(png)
+        except OSError as error:
+            raise BadInput(f"--graph {args.graph}: {error.strerror or error}") from None
+    if args.json:
+        json.dump(_document(result, other, files), sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        _print_text(result, other, files)
+    if result.violation is not None:
+        return EXIT_VIOLATION
+    if not result.complete:
+        print(f"rmqsim check: {result.stop} reached after {result.states} states and no violation so far; "
+              f"the check is incomplete (raise the limit or shrink the bounds)", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return EXIT_OK
+
+
+def _reduction(result: CheckResult, other: CheckResult | None) -> dict | None:
+    if other is None:
+        return None
+    with_sym, without = (result, other) if result.symmetry else (other, result)
+    factor = without.states / with_sym.states if with_sym.states else 0.0
+    return {"states_with": with_sym.states, "states_without": without.states, "factor": round(factor, 3),
+            "same_verdict": with_sym.verdict() == without.verdict(),
+            "complete": with_sym.complete and without.complete}
+
+
+def _document(result: CheckResult, other: CheckResult | None, files: list[str]) -> dict:
+    return {"config": result.config.as_dict(), "verdict": result.verdict(), "stats": result.stats(),
+            "properties": list(PROPERTY_NAMES),
+            "violation": result.violation.as_dict() if result.violation is not None else None,
+            "symmetry_reduction": _reduction(result, other), "files": files}
+
+
+def _print_text(result: CheckResult, other: CheckResult | None, files: list[str]) -> None:
+    print(format_stats(result))
+    red = _reduction(result, other)
+    if red is not None:
+        print(f"  symmetry reduction: {red['states_without']} states without, {red['states_with']} with "
+              f"(factor {red['factor']:.2f}{'' if red['complete'] else ', incomplete'}; "
+              f"verdicts {'agree' if red['same_verdict'] else 'DIFFER'})")
+    if result.violation is not None:
+        print(result.violation.format())
+    elif result.complete:
+        print(f"OK: {', '.join(PROPERTY_NAMES)} hold on all {result.states} states "
+              f"(liveness under strong fairness of the system's actions)")
+    for path in files:
+        print(f"  wrote {path}")
+
+
+def check_main(argv: list[str]) -> int:
+    """``rmqsim check [options]``: returns the exit code."""
+    try:
+        args = build_parser().parse_args(argv)
+        return run(args)
+    except BadInput as error:
+        print(f"rmqsim check: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except SystemExit as exit_:  # --help
+        return EXIT_OK if not exit_.code else EXIT_BAD_INPUT
+    except BrokenPipeError:  # the reader went away (| head)
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(check_main(sys.argv[1:]))

@@ -1,0 +1,57 @@
+"""Symmetry reduction: states that differ only by a renaming of interchangeable messages are one state.
+
+Why it is sound: no transition and no property looks at a message's name, only at where its copies
+are and at its record (done, dead, duplicated, and the send level while unsent). Two messages with
+the same delay level and no history are therefore interchangeable, and so are two sent messages
+whose histories are swapped everywhere at once.
+
+The canonical form sorts the message records by the position of each message's first stored copy
+(levels in order, then TopicTest, %RETRY%G and %DLQ%G, each in queue order) and renames the copies
+to match; unsent messages, which appear nowhere, follow sorted by send level. A renaming of the
+messages permutes the records and the names in the queues together, so it leaves this form
+unchanged: the form is a canonical representative of the state's orbit.
+"""
+
+from __future__ import annotations
+
+from .spec import Copy, Level, Msg, Sched, State, Topic
+
+
+def canonical(s: State) -> State:
+    n = len(s.msgs)
+    order: list[int] = []
+    seen = [False] * n
+    for lv in s.levels:
+        for e in lv.entries:
+            if not seen[e.msg]:
+                seen[e.msg] = True
+                order.append(e.msg)
+    for tp in s.topics:
+        for c in tp.entries:
+            if not seen[c.msg]:
+                seen[c.msg] = True
+                order.append(c.msg)
+    if len(order) < n:
+        unsent = [i for i in range(n) if not seen[i]]
+        unsent.sort(key=lambda i: s.msgs[i].level)
+        order.extend(unsent)
+    if all(old == new for new, old in enumerate(order)):
+        return s
+    new_of = [0] * n
+    for new, old in enumerate(order):
+        new_of[old] = new
+    levels = tuple(
+        Level(tuple(Sched(new_of[e.msg], e.r, e.wait, e.status, e.dest) for e in lv.entries), lv.cursor, lv.table,
+              lv.persisted, lv.running) if lv.entries else lv
+        for lv in s.levels)
+    topics = tuple(
+        Topic(tuple(Copy(new_of[c.msg], c.r, c.acked, c.level) for c in tp.entries), tp.pull, tp.cmem, tp.cper)
+        if tp.entries else tp
+        for tp in s.topics)
+    msgs: tuple[Msg, ...] = tuple(s.msgs[old] for old in order)
+    dlq = tuple((new_of[m], r) for m, r in s.dlq)
+    return State(s.up, s.crashes, s.faults, s.persists, msgs, levels, topics, s.pq, dlq)
+
+
+def identity(s: State) -> State:
+    return s

@@ -1,0 +1,197 @@
+"""The CI correctness gate (``rmqsim gate``): the built-in scenarios over seeds derived from the commit.
+
+Run ``i`` is built-in ``names[i % len(names)]`` with seed ``seed_base + i // len(names)``, so a gate of
+one round covers every scenario, and each commit explores new seeds while any commit replays exactly.
+The first violation stops the gate: that run is written out, shrunk to a smaller scenario file, and
+the exit code is 1. ``junit_xml`` renders the runs for CI (one testcase per run).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+import traceback
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+
+from .catalogue import builtin_names, load_builtin
+
+FALLBACK_SEED_BASE = 1
+
+
+def commit_seed_base(cwd: str | None = None) -> int:
+    """``int`` of the first 8 hex digits of ``git rev-parse HEAD`` (1 outside a git checkout)."""
+    if cwd is None:
+        cwd = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=10,
+                             check=False)
+    except (OSError, subprocess.SubprocessError):
+        return FALLBACK_SEED_BASE
+    sha = out.stdout.strip()
+    if out.returncode != 0 or len(sha) < 8:
+        return FALLBACK_SEED_BASE
+    try:
+        return int(sha[:8], 16)
+    except ValueError:
+        return FALLBACK_SEED_BASE
+
+
+@dataclass
+class GateRun:
+    scenario: str
+    seed: int
+    wall_s: float
+    failed: list[str] = field(default_factory=list)  # violated invariants
+    violation: dict | None = None  # the first violation: {"invariant", "msg_id", "explanation"}
+    repro: str = ""
+    error: str | None = None  # the simulator raised (a bug too)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed and self.error is None
+
+
+@dataclass
+class GateResult:
+    seed_base: int
+    runs: list[GateRun]
+    wall_s: float
+    scenarios: list[str]
+    stopped_by: str  # "runs", "budget" or "violation"
+    run_dir: str | None = None  # the failing run's output
+    shrink: object | None = None  # sim.shrink.ShrinkResult of the failing run
+    shrink_error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok for r in self.runs)
+
+    @property
+    def failing(self) -> GateRun | None:
+        return next((r for r in self.runs if not r.ok), None)
+
+
+def plan(index: int, names: list[str], seed_base: int) -> tuple[str, int]:
+    return names[index % len(names)], seed_base + index // len(names)
+
+
+def run_gate(*, runs: int | None = None, budget_s: float | None = None, seed_base: int | None = None,
+             out_dir: str = os.path.join("out", "gate"), shrink_runs: int = 40, names: list[str] | None = None,
+             mutants=(), progress: bool = False, check=None) -> GateResult:
+    """Run until ``runs`` runs, or until ``budget_s`` wall seconds have passed (no new run starts after
+    it; the first always does), or the first violation. Neither given: one round over the built-ins (or
+    over ``names``). ``mutants`` puts historical bugs back, to see what the gate does with a broken build."""
+    from sim.run import repro_command, run_scenario, write_run
+
+    if check is None:
+        from sim.checking import check_run as check
+    from store.mutants import validate
+
+    mutants = tuple(sorted(validate(mutants)))
+    names = sorted(names or builtin_names())
+    seed_base = commit_seed_base() if seed_base is None else seed_base
+    if runs is None and budget_s is None:
+        runs = len(names)
+    bar = None
+    if progress:
+        import sys
+
+        from tqdm import tqdm
+
+        bar = tqdm(total=runs, desc="gate", unit="run", leave=False, disable=None, file=sys.stderr)
+    start = time.perf_counter()  # wall-clock ok: the budget bounds the gate, never a history
+    done: list[GateRun] = []
+    stopped_by = "runs"
+    result = None
+    failing_result = None
+    try:
+        i = 0
+        while True:
+            if runs is not None and i >= runs:
+                stopped_by = "runs"
+                break
+            if budget_s is not None and i > 0 and time.perf_counter() - start >= budget_s:  # wall-clock ok
+                stopped_by = "budget"
+                break
+            name, seed = plan(i, names, seed_base)
+            if bar is not None:
+                bar.set_postfix_str(f"{name} seed {seed}")
+            t0 = time.perf_counter()  # wall-clock ok
+            try:
+                result = run_scenario(load_builtin(name), seed, mutants=mutants, check=check, scenario_arg=name)
+            except Exception as error:  # a crash of the simulator fails the gate, reported
+                done.append(GateRun(name, seed, time.perf_counter() - t0,  # wall-clock ok
+                                    repro=repro_command(name, seed, None, mutants, "memory"),
+                                    error=f"{type(error).__name__}: {error}\n{traceback.format_exc()}"))
+                stopped_by = "violation"
+                break
+            summary = result.summary
+            failed = [k for k, v in summary["invariants"].items() if not v["holds"]]
+            violation = None
+            if failed:
+                first = summary["invariants"][failed[0]]["violations"][0]
+                violation = {"invariant": failed[0], "msg_id": first["msg_id"], "explanation": first["explanation"]}
+            done.append(GateRun(name, seed, summary["wall_s"], failed, violation, summary["repro"]))
+            if bar is not None:
+                bar.update(1)
+            i += 1
+            if failed:
+                stopped_by = "violation"
+                failing_result = result
+                break
+    finally:
+        if bar is not None:
+            bar.close()
+    gate = GateResult(seed_base, done, 0.0, names, stopped_by)
+    failing = gate.failing
+    if failing is not None and failing_result is not None:
+        gate.run_dir = os.path.join(out_dir, f"{failing.scenario}-seed{failing.seed}")
+        write_run(gate.run_dir, failing_result.history, failing_result.summary, failing_result.world)
+        try:
+            from sim.shrink import shrink, write_shrunk
+
+            shrunk = shrink(failing_result.scenario.doc, failing.seed, failing.failed[0], mutants=mutants,
+                            max_runs=shrink_runs, first=failing_result, check=check)
+            write_shrunk(shrunk, os.path.join(gate.run_dir, "shrunk.toml"))
+            gate.shrink = shrunk
+        except Exception as error:  # the violation stands even if shrinking breaks
+            gate.shrink_error = f"{type(error).__name__}: {error}"
+    gate.wall_s = time.perf_counter() - start  # wall-clock ok
+    return gate
+
+
+def junit_xml(gate: GateResult) -> str:
+    """JUnit XML: one ``testsuite`` "rmqsim-gate", one ``testcase`` per run; a violation is a ``failure``
+    (message: the invariant and its sentence; text: the replay command and the shrunk reproduction)."""
+    failures = sum(1 for r in gate.runs if r.failed and r.error is None)
+    errors = sum(1 for r in gate.runs if r.error is not None)
+    suite = ET.Element("testsuite", name="rmqsim-gate", tests=str(len(gate.runs)), failures=str(failures),
+                       errors=str(errors), skipped="0", time=f"{sum(r.wall_s for r in gate.runs):.3f}")
+    props = ET.SubElement(suite, "properties")
+    ET.SubElement(props, "property", name="seed_base", value=str(gate.seed_base))
+    ET.SubElement(props, "property", name="stopped_by", value=gate.stopped_by)
+    for r in gate.runs:
+        case = ET.SubElement(suite, "testcase", classname=f"rmqsim.gate.{r.scenario}",
+                             name=f"{r.scenario} seed {r.seed}", time=f"{r.wall_s:.3f}")
+        if r.error is not None:
+            el = ET.SubElement(case, "error", message=r.error.splitlines()[0], type="SimulatorError")
+            el.text = f"{r.error}\nreplay: {r.repro}\n"
+        elif r.failed:
+            v = r.violation or {}
+            message = f"{v.get('invariant')} violated by {v.get('msg_id')}: {v.get('explanation')}"
+            el = ET.SubElement(case, "failure", message=message, type="InvariantViolation")
+            text = [message, f"violated: {', '.join(r.failed)}", f"replay: {r.repro}"]
+            if gate.shrink is not None and gate.failing is r:
+                text.append(f"shrunk reproduction: {gate.shrink.replay_command()}")
+            el.text = "\n".join(text) + "\n"
+    ET.indent(suite)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
+
+
+def write_junit(gate: GateResult, path: str) -> str:
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(junit_xml(gate))
+    return path

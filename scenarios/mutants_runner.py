@@ -1,0 +1,182 @@
+"""The mutation self-test (``rmqsim mutants``): every historical bug of ``store.mutants.CATALOGUE`` is put
+back, one at a time, and the built-in scenarios are run with seeds 1, 2, ... until an invariant fails.
+
+A checker that catches no mutant is not trusted; a mutant that no scenario and no invariant catches
+is reported by name (exit 1), never dropped. Each mutant tries its preferred scenarios first (the
+ones written to make that bug observable), then every other built-in. A catch counts only when the
+clean build holds the same invariant on the same scenario and seed, so the failure is the bug's.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from store.mutants import CATALOGUE, validate
+
+from .catalogue import builtin_names, load_builtin
+
+# mutant -> the built-in scenarios that target it most directly, tried first (in this order).
+PREFERRED: dict[str, tuple[str, ...]] = {
+    "skip_failed_delivery": ("put-failures-during-delivery",),
+    "no_correct_delay_offset": ("store-rollback",),
+    "no_persist_at_shutdown": ("graceful-restart",),
+    "offset_from_task_start": ("delayed-burst-then-crash", "crash-before-delay-offset-flush"),
+    "persist_before_load": ("graceful-restart",),
+    "drop_on_exception": ("rebuild-errors-4x",),
+    "no_correct_deliver_timestamp": ("backwards-clock-step",),
+    "dlq_keeps_delay": ("retry-ladder-to-dlq",),
+    "dlq_threshold_gt": ("retry-ladder-to-dlq",),
+    "retry_level_2_plus_r": ("retry-ladder-to-dlq", "retries-with-flaky-consumers"),
+    "commit_on_failed_send_back": ("flaky-consumer-broker-crash",),
+    "commit_max_offset": ("consumer-crash",),
+}
+TIMER_PREFIX = "timer_"  # mutants of the timer wheel: only scenarios that send timer messages can reach it
+DEFAULT_MAX_SEEDS = 3
+
+
+@dataclass
+class MutantOutcome:
+    mutant: str
+    bug: str
+    caught: bool
+    invariant: str | None = None  # the first invariant that failed (and holds on the clean build)
+    scenario: str | None = None
+    seed: int | None = None  # seeds needed in that scenario: it was caught with seed N after 1..N-1
+    runs: int = 0  # simulator runs with the mutant, over every scenario tried
+    wall_s: float = 0.0
+    explanation: str = ""  # the first violation's sentence
+    msg_id: str = ""
+    repro: str = ""
+    note: str = ""  # why a mutant was not caught, or what was skipped
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def scenario_order(mutant: str, names: list[str] | None = None) -> list[str]:
+    """The built-ins to try for ``mutant``: its preferred ones first, then the rest in name order; a timer
+    mutant only gets scenarios that send timer messages (those with "timer" in their name first)."""
+    names = sorted(names if names is not None else builtin_names())
+    if mutant.startswith(TIMER_PREFIX):
+        timer = [n for n in names if _sends_timer_messages(n)]
+        rest = sorted(timer, key=lambda n: ("timer" not in n, n))
+    else:
+        rest = names
+    preferred = [n for n in PREFERRED.get(mutant, ()) if n in names]
+    return preferred + [n for n in rest if n not in preferred]
+
+
+def _sends_timer_messages(name: str) -> bool:
+    scenario = load_builtin(name)
+    return scenario.broker.era != "4.9.8" and any(p.timer_delay_ms is not None for p in scenario.producers)
+
+
+def run_mutants(mutants: list[str] | None = None, *, max_seeds: int = DEFAULT_MAX_SEEDS,
+                scenarios: list[str] | None = None, check=None,
+                on_run: Callable[[str, str, int], None] | None = None,
+                progress: bool = False) -> list[MutantOutcome]:
+    """One outcome per mutant (catalogue order unless ``mutants`` names some)."""
+    from sim.run import run_scenario
+
+    if check is None:
+        from sim.checking import check_run as check
+    names = list(CATALOGUE) if not mutants else list(dict.fromkeys(mutants))
+    validate(names)
+    clean_cache: dict[tuple[str, int], dict] = {}
+
+    def clean_verdicts(scenario_name: str, seed: int) -> dict:
+        key = (scenario_name, seed)
+        if key not in clean_cache:
+            clean_cache[key] = run_scenario(load_builtin(scenario_name), seed, check=check).summary["invariants"]
+        return clean_cache[key]
+
+    bar = None
+    if progress:
+        import sys
+
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(names), desc="mutants", unit="mutant", leave=False, disable=None, file=sys.stderr)
+    outcomes = []
+    try:
+        for mutant in names:
+            if bar is not None:
+                bar.set_postfix_str(mutant)
+            outcomes.append(_hunt(mutant, scenario_order(mutant, scenarios), max_seeds, check, clean_verdicts,
+                                  on_run, run_scenario))
+            if bar is not None:
+                bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+    return outcomes
+
+
+def _hunt(mutant, order, max_seeds, check, clean_verdicts, on_run, run_scenario) -> MutantOutcome:
+    out = MutantOutcome(mutant=mutant, bug=CATALOGUE[mutant], caught=False)
+    start = time.perf_counter()  # wall-clock ok: reported, never part of a history
+    notes = []
+    if not order:
+        out.note = ("no built-in scenario sends timer messages, so no run can reach the timer wheel"
+                    if mutant.startswith(TIMER_PREFIX) else "no scenario to run")
+    for scenario_name in order:
+        for seed in range(1, max_seeds + 1):
+            if on_run is not None:
+                on_run(mutant, scenario_name, seed)
+            result = run_scenario(load_builtin(scenario_name), seed, mutants=[mutant], check=check,
+                                  scenario_arg=scenario_name)
+            out.runs += 1
+            failed = [name for name, v in result.summary["invariants"].items() if not v["holds"]]
+            if not failed:
+                continue
+            clean = clean_verdicts(scenario_name, seed)
+            caught_by = [name for name in failed if clean.get(name, {}).get("holds", True)]
+            if not caught_by:
+                notes.append(f"{scenario_name} seed {seed} fails {', '.join(failed)} on the clean build too")
+                continue
+            invariant = caught_by[0]
+            violation = result.summary["invariants"][invariant]["violations"][0]
+            out.caught, out.invariant, out.scenario, out.seed = True, invariant, scenario_name, seed
+            out.explanation, out.msg_id = violation["explanation"], violation["msg_id"]
+            out.repro = result.summary["repro"]
+            break
+        if out.caught:
+            break
+    if not out.caught and order:
+        out.note = (f"no invariant failed in {out.runs} runs ({len(order)} scenarios x seeds 1..{max_seeds})")
+    if notes:
+        out.note = "; ".join(filter(None, [out.note, *notes]))
+    out.wall_s = time.perf_counter() - start  # wall-clock ok
+    return out
+
+
+def format_list() -> list[str]:
+    width = max(len(name) for name in CATALOGUE)
+    return [f"{name:{width}}  {bug}" for name, bug in CATALOGUE.items()]
+
+
+def format_table(outcomes: list[MutantOutcome]) -> list[str]:
+    """A Markdown table (readable in a terminal too): mutant, bug, catching invariant, scenario, seeds, time."""
+    lines = ["| mutant | the bug it reproduces | caught by | scenario | seeds | runs | wall s |",
+             "|---|---|---|---|---:|---:|---:|"]
+    for o in outcomes:
+        bug = o.bug.replace("|", "\\|")
+        if o.caught:
+            lines.append(f"| `{o.mutant}` | {bug} | {o.invariant} | {o.scenario} | {o.seed} | {o.runs} | "
+                         f"{o.wall_s:.1f} |")
+        else:
+            lines.append(f"| `{o.mutant}` | {bug} | **NOT CAUGHT** | — | — | {o.runs} | {o.wall_s:.1f} |")
+    return lines
+
+
+def format_summary(outcomes: list[MutantOutcome]) -> list[str]:
+    caught = [o for o in outcomes if o.caught]
+    missed = [o for o in outcomes if not o.caught]
+    invariants = sorted({o.invariant for o in caught if o.invariant})
+    lines = [f"{len(caught)} of {len(outcomes)} mutants caught, by {', '.join(invariants) or 'no invariant'}; "
+             f"{sum(o.runs for o in outcomes)} runs in {sum(o.wall_s for o in outcomes):.1f} s"]
+    for o in missed:
+        lines.append(f"NOT CAUGHT: {o.mutant} ({o.bug}): {o.note}")
+    return lines

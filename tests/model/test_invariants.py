@@ -1,0 +1,323 @@
+"""Each invariant of ``model.invariants.CHECKS`` on small crafted histories: one where it holds, and
+one (or more) where it fails with the right message and a sentence that says why. The events have
+the simulator's shape (``sim/world.py``, ``store/client/push_consumer.py``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from model.invariants import CHECKS, GroupInfo, RunContext, check_events
+
+B0 = 1_700_000_000_000  # the broker clock at t_ms = 0
+LEVELS = {1: 1000, 2: 5000, 3: 10_000, 4: 30_000, 5: 60_000, 6: 120_000}
+A, M2 = "AAAA0001", "BBBB0002"
+
+
+def ctx(model="CLUSTERING", instances=1, max_reconsume_times=2, drain_start_ms=10_000, end_ms=100_000):
+    group = GroupInfo(group="G", topic="T", model=model,
+                      client_ids=tuple(f"G-{i}@sim" for i in range(instances)),
+                      max_reconsume_times=max_reconsume_times)
+    return RunContext(groups=(group,), delay_level_ms=LEVELS, drain_start_ms=drain_start_ms, end_ms=end_ms,
+                      duplicate_window_ms=22_000)
+
+
+class H:
+    """A history builder: ``seq`` in order, the broker clock following virtual time unless given."""
+
+    def __init__(self) -> None:
+        self.events: list[dict] = []
+
+    def add(self, t_ms: int, kind: str, **fields) -> H:
+        self.events.append({"seq": len(self.events), "t_ms": t_ms, "kind": kind, **fields})
+        return self
+
+    def send(self, t, msg_id, level=0, status="SEND_OK"):
+        return self.add(t, "send", msg_id=msg_id, topic="T", queue_id=0, delay_level=level, timer_delay_ms=None,
+                        deliver_ms=B0 + t + LEVELS[level] if level else None, status=status)
+
+    def store(self, t, msg_id, topic="T", queue_id=0, queue_offset=0, reconsume_times=0, broker_ms=None):
+        return self.add(t, "store", msg_id=msg_id, topic=topic, queue_id=queue_id, queue_offset=queue_offset,
+                        phy_offset=1000 * len(self.events), reconsume_times=reconsume_times,
+                        broker_ms=B0 + t if broker_ms is None else broker_ms)
+
+    def deliver(self, t, msg_id, level, due_ms, sq_offset=0, broker_ms=None, topic="T"):
+        return self.add(t, "deliver", msg_id=msg_id, level=level, due_ms=due_ms, topic=topic, queue_id=0,
+                        broker_ms=B0 + t if broker_ms is None else broker_ms, schedule_queue_offset=sq_offset)
+
+    def consume(self, t, msg_id, status="CONSUME_SUCCESS", reconsume_times=0, client="G-0@sim", queue_offset=0,
+                queue_topic="T"):
+        return self.add(t, "consume", group="G", client_id=client, msg_id=msg_id, topic="T",
+                        queue_topic=queue_topic, queue_id=0, queue_offset=queue_offset,
+                        reconsume_times=reconsume_times, status=status)
+
+    def send_back(self, t, msg_id, reconsume_times, result="ok"):
+        return self.add(t, "send_back", group="G", msg_id=msg_id, reconsume_times=reconsume_times, delay_level=0,
+                        result=result, path="broker")
+
+    def dlq(self, t, msg_id, reconsume_times):
+        self.store(t, msg_id, topic="%DLQ%G", reconsume_times=reconsume_times)
+        return self.add(t, "dlq", group="G", msg_id=msg_id, reconsume_times=reconsume_times)
+
+    def commit(self, t, offset, client="G-0@sim", topic="T"):
+        return self.add(t, "offset_commit", group="G", client_id=client, topic=topic, queue_id=0, offset=offset)
+
+    def crash(self, t, target="broker", crash_kind="process"):
+        return self.add(t, "crash", target=target, crash_kind=crash_kind, site="plan")
+
+    def restart(self, t, target="broker"):
+        return self.add(t, "restart", target=target, ok=True, last_exit_ok=False, commit_log_end=10**9)
+
+    def drain(self, t=10_000):
+        return self.add(t, "drain")
+
+
+def verdict(name: str, h: H, context: RunContext | None = None) -> dict:
+    return check_events(h.events, context or ctx(), only=[name])[name]
+
+
+def assert_holds(name, h, context=None):
+    v = verdict(name, h, context)
+    assert v["holds"], v["violations"]
+    assert v["checked"] >= 1
+    return v
+
+
+def assert_fails(name, h, msg_id, *words, context=None):
+    v = verdict(name, h, context)
+    assert not v["holds"]
+    violation = v["violations"][0]
+    assert violation["msg_id"] == msg_id
+    for word in words:
+        assert word in violation["explanation"], violation["explanation"]
+    assert violation["events"] and all(e.get("msg_id") == msg_id for e in violation["events"][:1])
+    return violation
+
+
+# --- no_loss -------------------------------------------------------------------------------------------------
+def test_no_loss_holds_when_consumed_or_dead_lettered():
+    h = H().send(0, A).store(0, A).consume(2, A).send(10, M2).store(10, M2).dlq(50, M2, 3).drain()
+    assert assert_holds("no_loss", h)["checked"] == 2
+
+
+def test_no_loss_fails_for_a_message_never_consumed():
+    h = H().send(0, A).store(0, A).consume(2, A, status="RECONSUME_LATER").drain()
+    assert_fails("no_loss", h, A, "SEND_OK", "neither consumed it successfully nor dead-lettered", "1 attempt(s)",
+                 "'consume'")
+
+
+def test_no_loss_ignores_failed_sends_and_messages_a_fault_destroyed():
+    h = H().send(0, A, status="FAILED: broker busy").send(5, M2).store(5, M2)
+    h.add(20, "store_rollback", snapshot_t_ms=0, lost_msg_ids=[M2])
+    assert verdict("no_loss", h)["holds"]
+
+
+def test_no_loss_broadcasting_needs_every_instance():
+    c = ctx(model="BROADCASTING", instances=2)
+    assert_holds("no_loss", H().send(0, A).consume(2, A, client="G-0@sim").consume(2, A, client="G-1@sim"), c)
+    assert_fails("no_loss", H().send(0, A).consume(2, A, client="G-0@sim"), A, "broadcasting", "G-1@sim",
+                 "never received", context=c)
+
+
+# --- at_least_once_redelivery --------------------------------------------------------------------------------
+def test_redelivery_holds_when_a_failed_attempt_comes_back():
+    h = H().send(0, A).consume(2, A, status="RECONSUME_LATER").send_back(2, A, 0)
+    h.consume(10_100, A, reconsume_times=1, queue_topic="%RETRY%G")
+    assert_holds("at_least_once_redelivery", h)
+
+
+def test_redelivery_fails_when_a_failed_attempt_never_comes_back():
+    h = H().send(0, A).consume(2, A, status="RECONSUME_LATER").send_back(2, A, 0, result="failed")
+    assert_fails("at_least_once_redelivery", h, A, "attempt 0", "failed", "never delivered to G again",
+                 "nor dead-lettered")
+
+
+def test_redelivery_after_a_consumer_crash_before_its_commit():
+    ok = H().send(0, A).consume(2, A).crash(5, target="G-0").consume(3000, A, client="G-1@sim")
+    assert_holds("at_least_once_redelivery", ok)
+    committed = H().send(0, A).consume(2, A).commit(3, 1).crash(5, target="G-0")
+    assert verdict("at_least_once_redelivery", committed)["holds"]
+    lost = H().send(0, A).consume(2, A).crash(5, target="G-0")
+    assert_fails("at_least_once_redelivery", lost, A, "G-0 consumed it", "crashed before committing",
+                 "never got it again")
+
+
+# --- no_early_delivery ---------------------------------------------------------------------------------------
+def test_no_early_delivery_holds_on_time_and_after_a_clock_step_correction():
+    on_time = H().send(0, A, level=2).deliver(5000, A, 2, due_ms=B0 + 5000)
+    assert_holds("no_early_delivery", on_time)
+    # correctDeliverTimestamp: the due time lay more than one level-delay ahead of the (stepped-back) clock.
+    corrected = H().send(0, A, level=2).deliver(100, A, 2, due_ms=B0 + 5000, broker_ms=B0 - 300_000)
+    assert_holds("no_early_delivery", corrected)
+
+
+def test_no_early_delivery_fails_for_an_early_level_message():
+    h = H().send(0, A, level=2).deliver(4500, A, 2, due_ms=B0 + 5000)
+    assert_fails("no_early_delivery", h, A, "level-2 message", "500 ms before it was due")
+
+
+def test_no_early_delivery_fails_for_an_early_timer_message():
+    h = H().send(0, A).deliver(1000, A, "timer", due_ms=B0 + 90_000)
+    assert_fails("no_early_delivery", h, A, "timer message", "89000 ms before")
+
+
+# --- per_level_order -----------------------------------------------------------------------------------------
+def test_per_level_order_holds_in_queue_order_and_restarts_with_the_broker():
+    h = H().deliver(1000, A, 1, B0 + 1000, sq_offset=0).deliver(1100, M2, 1, B0 + 1100, sq_offset=1)
+    h.crash(2000).restart(4000).deliver(4100, A, 1, B0 + 1000, sq_offset=0)  # a new broker rescans from 0
+    assert assert_holds("per_level_order", h)["checked"] == 2
+
+
+def test_per_level_order_fails_when_a_level_goes_backwards():
+    h = H().deliver(1000, M2, 1, B0 + 1000, sq_offset=1).deliver(1100, A, 1, B0 + 1000, sq_offset=0)
+    assert_fails("per_level_order", h, A, "level 1 delivered queue offset 0 after offset 1", "out of the level's order")
+
+
+def test_per_level_order_is_per_level():
+    h = H().deliver(1000, M2, 2, B0 + 1000, sq_offset=5).deliver(1100, A, 1, B0 + 1000, sq_offset=0)
+    assert verdict("per_level_order", h)["holds"]
+
+
+# --- dlq_after_max_retries -----------------------------------------------------------------------------------
+def _ladder(h: H, msg_id: str, attempts: int, dlq_at_send_back: int | None = None, dlq_rt: int | None = None):
+    """``attempts`` failed attempts 10 s + ... apart, each sent back; the DLQ copy after the last one."""
+    t = 2
+    for k in range(attempts):
+        h.consume(t, msg_id, status="RECONSUME_LATER", reconsume_times=k, queue_topic="T" if k == 0 else "%RETRY%G")
+        if k == attempts - 1 and dlq_at_send_back is not None:
+            h.dlq(t + dlq_at_send_back, msg_id, attempts if dlq_rt is None else dlq_rt)
+        h.send_back(t, msg_id, k)
+        t += LEVELS[min(3 + k, 6)] + 100
+    return h
+
+
+def test_dlq_after_max_retries_holds_for_exactly_max_plus_one_failed_attempts():
+    h = _ladder(H().send(0, A), A, 3, dlq_at_send_back=0)
+    assert_holds("dlq_after_max_retries", h)
+
+
+def test_dlq_fails_one_retry_too_many():
+    h = _ladder(H().send(0, A), A, 4, dlq_at_send_back=0)
+    assert_fails("dlq_after_max_retries", h, A, "given retry 3", "at most 2 retries")
+
+
+def test_dlq_fails_too_early():
+    h = _ladder(H().send(0, A), A, 2, dlq_at_send_back=0, dlq_rt=2)
+    assert_fails("dlq_after_max_retries", h, A, "reconsumeTimes 2", "expected exactly 3 failed attempts")
+
+
+def test_dlq_fails_when_the_dead_letter_takes_another_delay():
+    h = _ladder(H().send(0, A), A, 3, dlq_at_send_back=10_000)
+    assert_fails("dlq_after_max_retries", h, A, "10000 ms after its last send-back", "DELAY kept")
+
+
+def test_dlq_fails_when_delivered_after_the_dead_letter():
+    h = _ladder(H().send(0, A), A, 3, dlq_at_send_back=0)
+    h.consume(500_000, A, status="CONSUME_SUCCESS", reconsume_times=2, queue_topic="%RETRY%G")
+    assert_fails("dlq_after_max_retries", h, A, "as retry 2 after it was dead-lettered")
+
+
+# --- retry_schedule ------------------------------------------------------------------------------------------
+def test_retry_schedule_holds_when_level_3_plus_k_elapsed():
+    h = H().send(0, A).consume(2, A, status="RECONSUME_LATER").send_back(2, A, 0)
+    h.consume(10_102, A, reconsume_times=1, queue_topic="%RETRY%G")
+    assert assert_holds("retry_schedule", h)["checked"] == 1
+
+
+def test_retry_schedule_fails_for_a_retry_that_came_too_soon():
+    h = H().send(0, A).consume(2, A, status="RECONSUME_LATER").send_back(2, A, 0)
+    h.consume(5002, A, reconsume_times=1, queue_topic="%RETRY%G")
+    assert_fails("retry_schedule", h, A, "retry 1 came 5000 ms after its send-back", "level 3 (10000 ms)")
+
+
+def test_retry_schedule_forgives_a_backwards_clock_step():
+    h = H().send(0, A).consume(2, A, status="RECONSUME_LATER").send_back(2, A, 0)
+    h.add(1000, "fault", site="clock", action="step", by_ms=-300_000, broker_ms=B0 - 299_000)
+    h.consume(1102, A, reconsume_times=1, queue_topic="%RETRY%G")
+    assert verdict("retry_schedule", h)["holds"]
+
+
+def test_retry_schedule_holds_for_a_local_retry_of_the_same_copy():
+    # The send-back failed, so the client retries the same stored copy 5 s later (reconsumeTimes + 1):
+    # not a delivery through the delay levels. A later broker send-back of the same retry does not count.
+    h = H().send(0, A).consume(2, A, status="RECONSUME_LATER").send_back(2, A, 0)
+    h.consume(10_102, A, status="RECONSUME_LATER", reconsume_times=1, queue_topic="%RETRY%G", queue_offset=7)
+    h.send_back(10_102, A, 1, result="failed").send_back(10_102, A, 2, result="ok")  # path local-retry
+    h.consume(13_000, A, status="RECONSUME_LATER", reconsume_times=1, queue_topic="%RETRY%G", queue_offset=9)
+    h.send_back(13_000, A, 1)
+    h.consume(15_102, A, reconsume_times=2, queue_topic="%RETRY%G", queue_offset=7)  # the local retry
+    assert verdict("retry_schedule", h)["holds"]
+
+
+# --- bounded_lateness ----------------------------------------------------------------------------------------
+def _scheduled(t_store: int, t_deliver: int | None, level: int = 1) -> H:
+    h = H().drain(10_000).send(t_store, A, level=level)
+    h.store(t_store, A, topic="SCHEDULE_TOPIC_XXXX", queue_id=level - 1)
+    if t_deliver is not None:
+        h.deliver(t_deliver, A, level, due_ms=B0 + t_store + LEVELS[level])
+    return h
+
+
+def test_bounded_lateness_holds_within_one_poll():
+    v = assert_holds("bounded_lateness", _scheduled(20_000, 21_100))
+    assert v["max_lateness_ms_by_level"] == {"1": 100}
+
+
+def test_bounded_lateness_fails_for_a_late_delivery_in_the_drain():
+    assert_fails("bounded_lateness", _scheduled(20_000, 22_000), A, "delivered 1000 ms late", "bound 111 ms")
+
+
+def test_bounded_lateness_fails_for_a_message_never_delivered():
+    assert_fails("bounded_lateness", _scheduled(20_000, None), A, "due at t=21000 ms in the drain",
+                 "never delivered")
+
+
+def test_bounded_lateness_does_not_judge_before_the_drain_or_right_after_a_fault():
+    assert verdict("bounded_lateness", _scheduled(2000, 9000))["checked"] == 0
+    h = _scheduled(20_000, 30_000)
+    h.events.insert(1, {"seq": -1, "t_ms": 12_000, "kind": "crash", "target": "broker", "crash_kind": "process"})
+    assert verdict("bounded_lateness", h)["holds"]
+
+
+# --- duplicates ----------------------------------------------------------------------------------------------
+def test_duplicates_holds_when_repeats_fall_inside_a_crash_window():
+    h = H().send(0, A).consume(2, A).crash(10_000).restart(12_000).consume(12_100, A)
+    v = assert_holds("duplicates", h)
+    assert v["duplicates"] == 1
+
+
+def test_duplicates_fail_outside_every_persist_window():
+    h = H().send(0, A).consume(2, A).crash(60_000).restart(62_000).consume(62_100, A)
+    assert_fails("duplicates", h, A, "consume repeated at t=62100 ms", "more than 22000 ms before the crash",
+                 "outside every persist window")
+
+
+def test_duplicates_fail_for_a_delivery_repeated_after_a_graceful_restart():
+    h = H().send(0, A, level=1).deliver(1000, A, 1, B0 + 1000).crash(5000, crash_kind="shutdown")
+    h.restart(7000).deliver(7100, A, 1, B0 + 1000)
+    assert_fails("duplicates", h, A, "again after a graceful restart", "did not persist the delay offsets")
+
+
+# --- every checker is covered, and a real run passes them all -------------------------------------------------
+def test_every_invariant_has_crafted_tests():
+    names = {name for name in CHECKS}
+    covered = {n.split("test_", 1)[1] for n in globals() if n.startswith("test_")}
+    prefixes = {"no_loss": "no_loss", "at_least_once_redelivery": "redelivery", "no_early_delivery": "no_early",
+                "per_level_order": "per_level_order", "dlq_after_max_retries": "dlq", "retry_schedule": "retry_schedule",
+                "bounded_lateness": "bounded_lateness", "duplicates": "duplicates"}
+    assert set(prefixes) == names
+    for name, prefix in prefixes.items():
+        assert any(c.startswith(prefix) and "fail" in c for c in covered), name
+        assert any(c.startswith(prefix) and "hold" in c for c in covered), name
+
+
+@pytest.mark.parametrize("name", ["graceful-restart", "retries-with-flaky-consumers"])
+def test_a_clean_run_of_a_builtin_scenario_passes_every_invariant(name):
+    from scenarios.catalogue import load_builtin
+    from sim.checking import check_run
+    from sim.run import run_scenario
+
+    result = run_scenario(load_builtin(name), check=check_run)
+    invariants = result.summary["invariants"]
+    assert set(invariants) == set(CHECKS)
+    assert all(v["holds"] for v in invariants.values()), {k: v["violations"][:1] for k, v in invariants.items()}
+    assert invariants["no_loss"]["checked"] > 0
