@@ -52,6 +52,8 @@ class MessageStoreConfig:
     timer_slots_total: int = 7 * 86400
     timer_skip_unknown_error: bool = False
     timer_enable_retry_until_success: bool = False
+    timer_put_message_thread_num: int = 3
+    timer_congest_num_each_slot: int = 2**31 - 1
 
     def with_(self, **changes) -> MessageStoreConfig:
         return dataclasses.replace(self, **changes)

@@ -26,13 +26,35 @@ Document returned by ``inspect_store_dir(root)`` (the JSON of ``rmqsim inspect -
      "config": {"<file name>": parsed JSON | {"error": str}},   # config/*.json and *.json.bak
      "checkpoint": {"physic_msg_timestamp", "logics_msg_timestamp", "index_msg_timestamp",
                     "master_flushed_offset", "confirm_phy_offset"} | null,  # fields missing if the file is short
-     "abort": bool}                                               # abort file present: last exit not clean
+     "abort": bool,                                               # abort file present: last exit not clean
+     "timer": {                       # only when timerwheel, timerlog/ or config/timercheck exists (ROCKETMQ.md 7.3)
+        "checkpoint": {"last_read_time_ms", "last_timer_log_flush_pos", "last_timer_queue_offset",
+                       "master_timer_queue_offset", "data_version": {"state_version", "timestamp", "counter"}}
+                      | null,        # fields missing if the file is short
+        "wheel": {"file_size": int, "slots_total": int (file size / 64), "slot_count": int (2 x slots_total),
+                  "precision_ms": int, "precision_source": "timerlog" | "default",  # not stored: inferred
+                  "used_slot_count": int,   # slots with any non-zero byte
+                  "slots": [{"index", "time_units" (time / precision, as stored), "time_ms", "first_pos",
+                             "last_pos", "num", "magic",
+                             "pending" (time_ms >= the checkpoint's last_read_time_ms; null without one)}],
+                  "errors": [str]} | null,
+        "timerlog": {"unit_size": 52, "file_size": int, "files": [str], "min_offset": int,
+                     "max_offset": int,     # end of the last valid unit
+                     "unit_count": int,
+                     "units": [{"pos", "file", "size", "prev_pos", "magic", "flags" (["DEFAULT", "ROLL", "DELETE"]),
+                                "curr_write_time_ms", "delay_ms", "delayed_time_ms", "offset_py", "size_py",
+                                "real_topic_hash", "reserved"}],
+                     "errors": [{"file", "pos", "error"}]} | null}}
 
 Commit-log scan, as recovery does (ROCKETMQ.md 1.4, 2.5): per file from position 0 with CRC checks; a blank
 record ends the file; a never-written (zero) tail ends it silently; any other failure is listed in ``errors``
 and the scan goes on with the next file, except a size-mismatch record (TOTALSIZE > 0) which is skipped by its
 size, as dispatch does. Consume queues (2.1, 2.5): 20-byte units, a queue ends at its first invalid unit
-(offset < 0 or size <= 0; the pre-blank unit (0, 2147483647, 0) is valid).
+(offset < 0 or size <= 0; the pre-blank unit (0, 2147483647, 0) is valid). Timer log (7.3, 7.6): 52-byte units
+per file from position 0; a blank (magic 0xCBD43194) or a never-written unit ends the file; a unit with a size
+other than 52 or an unknown magic is listed in ``errors`` and ends the file (recovery stops the log there). The
+wheel's precision is not stored: it is inferred from a slot whose lastPos names a unit (delayed time / stored
+time units), else RocketMQ's default 1000 ms.
 """
 
 from __future__ import annotations
@@ -67,18 +89,127 @@ def inspect_store_dir(root: str, *, max_entries: int | None = None) -> dict:
         "checkpoint": _inspect_checkpoint(os.path.join(root, "checkpoint")),
         "abort": os.path.exists(os.path.join(root, "abort")),
     }
-    timer = _inspect_timer(root)
+    timer = _inspect_timer(root, max_entries)
     if timer is not None:
         doc["timer"] = timer
     return doc
 
 
-def _inspect_timer(root: str) -> dict | None:
-    """Place for the timer wheel (``timerwheel``, ``timerlog/``, ``config/timercheck``, ROCKETMQ.md 7.3).
+def _inspect_timer(root: str, max_entries: int | None = None) -> dict | None:
+    """The timer wheel's files (``timerwheel``, ``timerlog/``, ``config/timercheck``), or None without any."""
+    wheel_path = os.path.join(root, "timerwheel")
+    log_dir = os.path.join(root, "timerlog")
+    check_path = os.path.join(root, "config", "timercheck")
+    if not (os.path.isfile(wheel_path) or os.path.isdir(log_dir) or os.path.isfile(check_path)):
+        return None
+    checkpoint = _inspect_timer_checkpoint(check_path)
+    timer_log = _inspect_timer_log(log_dir, max_entries) if os.path.isdir(log_dir) else None
+    wheel = None
+    if os.path.isfile(wheel_path):
+        wheel = _inspect_timer_wheel(wheel_path, timer_log, checkpoint, max_entries)
+    if timer_log is not None:
+        timer_log.pop("_by_pos")
+    return {"checkpoint": checkpoint, "wheel": wheel, "timerlog": timer_log}
 
-    Not decoded yet (its own issue); when it is, its section goes under ``doc["timer"]``.
-    """
-    return None
+
+_TIMER_CHECKPOINT_FIELDS = ("last_read_time_ms", "last_timer_log_flush_pos", "last_timer_queue_offset",
+                            "master_timer_queue_offset")
+_TIMER_DATA_VERSION_FIELDS = ("state_version", "timestamp", "counter")
+_TIMER_UNIT = struct.Struct(">iqiqiqiiq")
+_TIMER_SLOT = struct.Struct(">qqqii")
+_TIMER_UNIT_SIZE = 52
+_TIMER_BLANK_MAGIC = -875286124  # 0xCBD43194
+_TIMER_MAGIC_FLAGS = ((1, "DEFAULT"), (2, "ROLL"), (4, "DELETE"))
+
+
+def _inspect_timer_checkpoint(path: str) -> dict | None:
+    if not os.path.isfile(path):
+        return None
+    with open(path, "rb") as f:
+        raw = f.read(56)
+    longs = [int.from_bytes(raw[i : i + 8], "big", signed=True) for i in range(0, len(raw) - len(raw) % 8, 8)]
+    doc: dict = {name: longs[i] for i, name in enumerate(_TIMER_CHECKPOINT_FIELDS) if i < len(longs)}
+    if len(longs) == 7:
+        doc["data_version"] = dict(zip(_TIMER_DATA_VERSION_FIELDS, longs[4:], strict=True))
+    return doc
+
+
+def _inspect_timer_log(directory: str, max_entries: int | None) -> dict:
+    files, others = _numbered_files(directory)
+    units: list[dict] = []
+    by_pos: dict[int, int] = {}  # unit position -> delayed time (to infer the wheel's precision)
+    errors: list[dict] = [{"file": name, "pos": None, "error": "ignored: not named by a start offset"}
+                          for name in others]
+    file_size = files[0][2] if files else 0
+    min_offset = files[0][0] if files else 0
+    max_offset = min_offset
+    unit_count = 0
+    for from_offset, name, size in files:
+        if size != file_size:
+            errors.append({"file": name, "pos": None,
+                           "error": f"file size {size} differs from {file_size} (RocketMQ refuses to load)"})
+        with _ReadOnlyMap(os.path.join(directory, name)) as data:
+            pos = 0
+            while pos + 16 <= size:
+                head_size, prev_pos, magic = struct.unpack_from(">iqi", data, pos)
+                if magic == _TIMER_BLANK_MAGIC:
+                    break
+                if not any(data[pos : min(pos + _TIMER_UNIT_SIZE, size)]):
+                    break  # never written: the file's data ends here
+                if head_size != _TIMER_UNIT_SIZE or (magic | 0xF) != 0xF or pos + _TIMER_UNIT_SIZE > size:
+                    errors.append({"file": name, "pos": pos,
+                                   "error": f"invalid unit: size {head_size}, magic {magic} (recovery stops here)"})
+                    break
+                fields = _TIMER_UNIT.unpack_from(data, pos)
+                (_s, prev_pos, magic, write_ms, delay_ms, offset_py, size_py, topic_hash, reserved) = fields
+                unit_count += 1
+                max_offset = from_offset + pos + _TIMER_UNIT_SIZE
+                by_pos[from_offset + pos] = write_ms + delay_ms
+                if max_entries is None or len(units) < max_entries:
+                    units.append({
+                        "pos": from_offset + pos, "file": name, "size": head_size, "prev_pos": prev_pos,
+                        "magic": magic, "flags": [flag for bit, flag in _TIMER_MAGIC_FLAGS if magic & bit],
+                        "curr_write_time_ms": write_ms, "delay_ms": delay_ms, "delayed_time_ms": write_ms + delay_ms,
+                        "offset_py": offset_py, "size_py": size_py, "real_topic_hash": topic_hash,
+                        "reserved": reserved,
+                    })
+                pos += _TIMER_UNIT_SIZE
+    return {"unit_size": _TIMER_UNIT_SIZE, "file_size": file_size, "files": [name for _, name, _ in files],
+            "min_offset": min_offset, "max_offset": max_offset, "unit_count": unit_count, "units": units,
+            "errors": errors, "_by_pos": by_pos}
+
+
+def _inspect_timer_wheel(path: str, timer_log: dict | None, checkpoint: dict | None,
+                         max_entries: int | None) -> dict:
+    size = os.path.getsize(path)
+    errors: list[str] = []
+    if size % 64:
+        errors.append(f"length {size} is not a whole number of slot pairs (2 x 32 bytes)")
+    used: list[tuple] = []
+    if size:
+        with _ReadOnlyMap(path) as data:
+            zero_chunk = bytes(4096)
+            for chunk in range(0, size - size % 32, 4096):
+                end = min(chunk + 4096, size - size % 32)
+                if data[chunk:end] == zero_chunk[: end - chunk]:
+                    continue
+                for pos in range(chunk, end, 32):
+                    if any(data[pos : pos + 32]):
+                        used.append((pos // 32, *_TIMER_SLOT.unpack_from(data, pos)))
+    by_pos = timer_log["_by_pos"] if timer_log is not None else {}
+    precision, source = 1000, "default"
+    for _index, units, _first, last, _num, _magic in used:
+        delayed = by_pos.get(last)
+        if delayed is not None and units > 0 and delayed % units == 0 and delayed // units > 0:
+            precision, source = delayed // units, "timerlog"
+            break
+    read_ms = checkpoint.get("last_read_time_ms") if checkpoint else None
+    slots = [{"index": index, "time_units": units, "time_ms": units * precision, "first_pos": first,
+              "last_pos": last, "num": num, "magic": magic,
+              "pending": None if read_ms is None else units * precision >= read_ms}
+             for index, units, first, last, num, magic in used[: max_entries]]
+    return {"file_size": size, "slots_total": size // 64, "slot_count": size // 32, "precision_ms": precision,
+            "precision_source": source, "used_slot_count": len(used), "slots": slots, "errors": errors}
 
 
 # --- files ---------------------------------------------------------------------------------------------------
@@ -382,5 +513,50 @@ def format_inspection(doc: dict) -> str:
             out.append(f"  {name}: {_short(parsed)}")
 
     if "timer" in doc:
-        out.append(f"timer: {_short(doc['timer'])}")
+        out.extend(_format_timer(doc["timer"]))
     return "\n".join(out) + "\n"
+
+
+def _format_timer(timer: dict) -> list[str]:
+    out = ["timer:"]
+    cp = timer.get("checkpoint")
+    if cp is None:
+        out.append("  timercheck: none")
+    else:
+        read = cp.get("last_read_time_ms")
+        out.append(f"  timercheck: last_read_time_ms = {read} ({_utc(read or 0)}), "
+                   f"last_timer_log_flush_pos = {cp.get('last_timer_log_flush_pos')}, "
+                   f"last_timer_queue_offset = {cp.get('last_timer_queue_offset')}, "
+                   f"master_timer_queue_offset = {cp.get('master_timer_queue_offset')}, "
+                   f"data_version = {_short(cp.get('data_version'))}")
+    wheel = timer.get("wheel")
+    if wheel is None:
+        out.append("  timerwheel: none")
+    else:
+        out.append(f"  timerwheel: {wheel['slot_count']} slots (slotsTotal {wheel['slots_total']}), precision "
+                   f"{wheel['precision_ms']} ms ({wheel['precision_source']}), {wheel['used_slot_count']} used")
+        for slot in wheel["slots"]:
+            pending = {True: " pending", False: " done", None: ""}[slot["pending"]]
+            out.append(f"    slot {slot['index']}: {_utc(slot['time_ms'])} first {slot['first_pos']} "
+                       f"last {slot['last_pos']} num {slot['num']}{pending}")
+        if len(wheel["slots"]) < wheel["used_slot_count"]:
+            out.append(f"    ... {wheel['used_slot_count'] - len(wheel['slots'])} more slot(s) not listed")
+        for err in wheel["errors"]:
+            out.append(f"    ERROR {err}")
+    log = timer.get("timerlog")
+    if log is None:
+        out.append("  timerlog: none")
+    else:
+        out.append(f"  timerlog: {len(log['files'])} file(s) of {log['file_size']} bytes, offsets "
+                   f"[{log['min_offset']}, {log['max_offset']}), {log['unit_count']} unit(s), "
+                   f"{len(log['errors'])} error(s)")
+        for unit in log["units"]:
+            out.append(f"    @{unit['pos']} prev {unit['prev_pos']} {'|'.join(unit['flags'])} "
+                       f"due {_utc(unit['delayed_time_ms'])} (written {_utc(unit['curr_write_time_ms'])}) "
+                       f"-> phy {unit['offset_py']} size {unit['size_py']}")
+        if len(log["units"]) < log["unit_count"]:
+            out.append(f"    ... {log['unit_count'] - len(log['units'])} more unit(s) not listed")
+        for err in log["errors"]:
+            where = err["file"] + (f" pos {err['pos']}" if err["pos"] is not None else "")
+            out.append(f"    ERROR {where}: {err['error']}")
+    return out

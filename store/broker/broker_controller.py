@@ -31,6 +31,7 @@ from ..message_store import DefaultMessageStore
 from ..schedule_message_service import ScheduleMessageService
 from ..service import PeriodicService
 from ..subscription_group import SubscriptionGroupManager
+from ..timer.timer_message_store import TimerMessageStore
 from ..topic_config import PERM_READ, PERM_WRITE, TopicConfigManager, get_retry_topic, is_writeable
 from .consumer_manager import ConsumerManager
 from .pull_message_processor import PullMessageProcessor, PullRequestHoldService
@@ -103,7 +104,14 @@ class BrokerController:
             self.consumer_offset_manager,
         )
         self.schedule_message_service.mono_now = lambda: self.pull_processor.now_mono_ms
-        self.message_store.put_hooks.append(ScheduleMessageHook(self.schedule_message_service.max_delay_level))
+        # The 5.x timer wheel (ROCKETMQ.md 7); 4.x has none, and its put hook routes delay levels only.
+        self.timer_message_store: TimerMessageStore | None = None
+        if self.store_config.timer_wheel_enable and not era4:
+            self.timer_message_store = TimerMessageStore(self.message_store, rng=rng, mutants=mutants, log=log)
+            self.timer_message_store.mono_now = lambda: self.pull_processor.now_mono_ms
+        max_level = self.schedule_message_service.max_delay_level
+        self.message_store.put_hooks.append(ScheduleMessageHook(max_level) if era4 else ScheduleMessageHook(
+            max_level, store_config=self.store_config, clock=clock, timer_message_store=self.timer_message_store))
         self.message_store.arriving_listeners.append(self._message_arriving)
         self.services: list = []
         self.started = False
@@ -118,11 +126,15 @@ class BrokerController:
             self.schedule_message_service.persist()  # 5.0-5.1.1: the persist task ran before load() (#6881)
         if not self.message_store.load():
             raise BrokerStartError(self.message_store.load_error)
+        if self.timer_message_store is not None and not self.timer_message_store.load():
+            raise BrokerStartError(self.timer_message_store.load_error)
         if not self.schedule_message_service.load():
             raise BrokerStartError(self.schedule_message_service.load_error or "delayOffset.json cannot be loaded")
 
     def start(self, mono_ms: int) -> None:
         self.message_store.start(mono_ms)
+        if self.timer_message_store is not None:
+            self.timer_message_store.start(mono_ms)
         self.schedule_message_service.start(mono_ms)
         self.pull_processor.now_mono_ms = mono_ms
         cfg = self.broker_config
@@ -137,13 +149,16 @@ class BrokerController:
     def all_services(self) -> list:
         if not self.started:
             return []
+        timer = self.timer_message_store.services if self.timer_message_store is not None else []
         return [*self.message_store.services, *self.schedule_message_service.services,
-                self.offset_persist_service, self.hold_service]
+                self.offset_persist_service, self.hold_service, *timer]
 
     def shutdown(self) -> None:
         """Graceful stop: the schedule service persists, the store flushes, offsets are persisted."""
         self.started = False
         self.pull_processor.drop_held()
+        if self.timer_message_store is not None:
+            self.timer_message_store.shutdown()  # first, as RocketMQ does: checkpoint prepared and forced
         self.schedule_message_service.shutdown()
         self.message_store.shutdown()
         self.consumer_offset_manager.persist()

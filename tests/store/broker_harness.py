@@ -11,7 +11,8 @@ from store.config import MessageStoreConfig
 from store.disk import MemoryDisk
 from store.message import MessageExt
 
-SMALL_STORE = MessageStoreConfig(mapped_file_size_commit_log=64 * 1024, mapped_file_size_consume_queue=20 * 64)
+SMALL_STORE = MessageStoreConfig(mapped_file_size_commit_log=64 * 1024, mapped_file_size_consume_queue=20 * 64,
+                                 timer_slots_total=3600, mapped_file_size_timer_log=52 * 64 + 16)
 
 
 class BrokerHarness:

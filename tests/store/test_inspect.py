@@ -156,7 +156,11 @@ def test_config_checkpoint_abort(store_dir):
     assert doc["checkpoint"] == {"physic_msg_timestamp": 1_700_000_001_000, "logics_msg_timestamp": 1_700_000_000_900,
                                  "index_msg_timestamp": 0, "master_flushed_offset": 5, "confirm_phy_offset": 6}
     assert doc["abort"] is True
-    assert "timer" not in doc
+    # config/timercheck exists (all zeros) but no wheel or timer log: only the checkpoint is decoded.
+    assert doc["timer"] == {"checkpoint": {"last_read_time_ms": 0, "last_timer_log_flush_pos": 0,
+                                           "last_timer_queue_offset": 0, "master_timer_queue_offset": 0,
+                                           "data_version": {"state_version": 0, "timestamp": 0, "counter": 0}},
+                            "wheel": None, "timerlog": None}
     json.dumps(doc)  # the document is JSON-serialisable as it is
 
 

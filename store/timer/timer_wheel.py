@@ -1,0 +1,205 @@
+"""TimerWheel and Slot: the ``timerwheel`` file of 32-byte slots (ROCKETMQ.md 7.3).
+
+The wheel holds ``slots_total * 2`` slots; a time lands in slot ``(time_ms // precision_ms) mod (slots_total * 2)``
+and the slot remembers its time (in precision units) so that a slot left over from a previous lap counts as
+empty. As in RocketMQ the wheel works on an in-memory copy that reaches the file only at ``flush()``.
+
+Layout of one slot (big-endian): long time / precision | long firstPos | long lastPos | int num | int magic.
+"""
+
+from __future__ import annotations
+
+import heapq
+import struct
+from dataclasses import dataclass
+
+from ..disk import Disk
+from ..mapped_file import StoreLoadError
+
+TIMER_WHEEL_FILE = "timerwheel"
+SLOT_SIZE = 32
+BLANK = -1
+IGNORE = -2
+SLOT_STRUCT = struct.Struct(">qqqii")
+_TIME_FIRST_LAST = struct.Struct(">qqq")
+_Q = struct.Struct(">q")
+_SCAN_CHUNK = 4096  # bytes compared with zero at once while looking for used slots at load
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """One slot as ``getSlot`` returns it; ``time_ms`` is -1 for an empty (or stale) slot."""
+
+    time_ms: int
+    first_pos: int
+    last_pos: int
+    num: int = 0
+    magic: int = 0
+
+
+EMPTY_SLOT = Slot(-1, -1, -1)
+
+
+def encode_slot(time_ms: int, precision_ms: int, first_pos: int, last_pos: int, num: int = 0, magic: int = 0) -> bytes:
+    """The 32 bytes of a slot; the time is stored in precision units (compatible with 1 s-only versions)."""
+    return SLOT_STRUCT.pack(time_ms // precision_ms, first_pos, last_pos, num, magic)
+
+
+class TimerWheel:
+    def __init__(self, disk: Disk, slots_total: int, precision_ms: int, path: str = TIMER_WHEEL_FILE) -> None:
+        self.slots_total = slots_total
+        self.precision_ms = precision_ms
+        self.path = path
+        self.slot_count = slots_total * 2
+        self.wheel_length = self.slot_count * SLOT_SIZE
+        if disk.exists(path):
+            size = disk.file_size(path)
+            if size != 0 and size != self.wheel_length:
+                raise StoreLoadError(f"{path}: timer wheel length {size} bytes, expected {self.wheel_length} "
+                                     f"(timer_slots_total {slots_total} x 2 x {SLOT_SIZE})")
+            if size == 0:  # RandomAccessFile.setLength extends an empty file
+                disk.delete(path)
+        existed = disk.exists(path)
+        self.handle = disk.open(path, create_size=None if existed else self.wheel_length)
+        self.buf = bytearray(self.handle.read(0, self.wheel_length))
+        self._dirty: set[int] = set()  # slot indices changed since the last flush
+        # Acceleration only (not RocketMQ state): the slot times (precision units) ever written, as a heap, so
+        # the dequeue can jump over a run of empty slots instead of testing them one by one.
+        self._times: list[int] = []
+        self._queued: set[int] = set()
+        self._used: set[int] = set()  # indices of slots with a non-zero byte
+        if existed:
+            self._index_used_slots()
+
+    # --- reading ---------------------------------------------------------------------------------------------
+    def get_slot_index(self, time_ms: int) -> int:
+        return (time_ms // self.precision_ms) % self.slot_count
+
+    def get_raw_slot(self, time_ms: int) -> Slot:
+        units, first, last, num, magic = SLOT_STRUCT.unpack_from(self.buf, self.get_slot_index(time_ms) * SLOT_SIZE)
+        return Slot(units * self.precision_ms, first, last, num, magic)
+
+    def get_slot(self, time_ms: int) -> Slot:
+        """The slot of ``time_ms``, or EMPTY_SLOT when the stored time is another lap's (or zero)."""
+        pos = self.get_slot_index(time_ms) * SLOT_SIZE
+        units, first, last, num, magic = SLOT_STRUCT.unpack_from(self.buf, pos)
+        if units * self.precision_ms != time_ms // self.precision_ms * self.precision_ms:
+            return EMPTY_SLOT
+        return Slot(units * self.precision_ms, first, last, num, magic)
+
+    def get_num(self, time_ms: int) -> int:
+        return self.get_slot(time_ms).num
+
+    # --- writing ---------------------------------------------------------------------------------------------
+    def put_slot(self, time_ms: int, first_pos: int, last_pos: int, num: int | None = None,
+                 magic: int | None = None) -> None:
+        """putSlot: the 3-argument form leaves num and magic as they were (RocketMQ does the same)."""
+        index = self.get_slot_index(time_ms)
+        pos = index * SLOT_SIZE
+        units = time_ms // self.precision_ms
+        if num is None:
+            _TIME_FIRST_LAST.pack_into(self.buf, pos, units, first_pos, last_pos)
+        else:
+            SLOT_STRUCT.pack_into(self.buf, pos, units, first_pos, last_pos, num, magic or 0)
+        self._dirty.add(index)
+        self._used.add(index)
+        self._remember(units)
+
+    def revise_slot(self, time_ms: int, first_pos: int, last_pos: int, force: bool) -> None:
+        """reviseSlot (recovery): relink a slot's ends; a slot of another lap is re-created when forced."""
+        index = self.get_slot_index(time_ms)
+        pos = index * SLOT_SIZE
+        if time_ms // self.precision_ms != _Q.unpack_from(self.buf, pos)[0]:
+            if force:
+                self.put_slot(time_ms, last_pos if first_pos == IGNORE else first_pos, last_pos)
+            return
+        if first_pos != IGNORE:
+            _Q.pack_into(self.buf, pos + 8, first_pos)
+        if last_pos != IGNORE:
+            _Q.pack_into(self.buf, pos + 16, last_pos)
+        self._dirty.add(index)
+
+    # --- whole-wheel questions -------------------------------------------------------------------------------
+    def check_phy_pos(self, time_start_ms: int, max_offset: int) -> int:
+        """Smallest firstPos of the live slots (one lap from ``time_start_ms``) whose lastPos > ``max_offset``.
+
+        RocketMQ walks every slot; only slots ever written can match, so only those are looked at."""
+        min_first = (1 << 63) - 1
+        start_units = time_start_ms // self.precision_ms
+        first_index = start_units % self.slot_count
+        for index in self._used_indices():
+            units, first, last = _TIME_FIRST_LAST.unpack_from(self.buf, index * SLOT_SIZE)
+            if units != start_units + (index - first_index) % self.slot_count:
+                continue
+            if last > max_offset and first < min_first:
+                min_first = first
+        return min_first
+
+    def get_all_num(self, time_start_ms: int) -> int:
+        total = 0
+        start_units = time_start_ms // self.precision_ms
+        first_index = start_units % self.slot_count
+        for index in self._used_indices():
+            units, _f, _l, num, _m = SLOT_STRUCT.unpack_from(self.buf, index * SLOT_SIZE)
+            if units == start_units + (index - first_index) % self.slot_count:
+                total += num
+        return total
+
+    def used_slots(self) -> list[tuple[int, Slot]]:
+        """(index, raw slot) of every slot with a non-zero byte, by index (for inspection and tests)."""
+        out = []
+        for index in self._used_indices():
+            units, first, last, num, magic = SLOT_STRUCT.unpack_from(self.buf, index * SLOT_SIZE)
+            out.append((index, Slot(units * self.precision_ms, first, last, num, magic)))
+        return out
+
+    def next_used_time_ms(self, from_ms: int, before_ms: int) -> int | None:
+        """The earliest time in [from_ms, before_ms) whose slot may be non-empty, or None (an acceleration)."""
+        p = self.precision_ms
+        lo, hi = from_ms // p, -(-before_ms // p)
+        heap = self._times
+        while heap and heap[0] < lo:
+            self._queued.discard(heapq.heappop(heap))
+        if heap and heap[0] < hi:
+            return heap[0] * p
+        return None
+
+    # --- flush -----------------------------------------------------------------------------------------------
+    def flush(self) -> None:
+        """Copy the changed slots into the file and force it (the only way the file changes)."""
+        if self._dirty:
+            indices = sorted(self._dirty)
+            self._dirty.clear()
+            run_start = prev = indices[0]
+            for index in indices[1:] + [-2]:
+                if index != prev + 1:
+                    lo, hi = run_start * SLOT_SIZE, (prev + 1) * SLOT_SIZE
+                    self.handle.write(lo, bytes(self.buf[lo:hi]))
+                    run_start = index
+                prev = index
+        self.handle.flush()
+
+    def close(self) -> None:
+        self.handle.close()
+
+    # --- internals -------------------------------------------------------------------------------------------
+    def _remember(self, units: int) -> None:
+        if units not in self._queued:
+            self._queued.add(units)
+            heapq.heappush(self._times, units)
+
+    def _used_indices(self) -> list[int]:
+        return sorted(self._used)
+
+    def _index_used_slots(self) -> None:
+        """At load: note every slot with a non-zero byte (a zero slot can never match a real time)."""
+        buf = self.buf
+        zero_chunk, zero_slot = bytes(_SCAN_CHUNK), bytes(SLOT_SIZE)
+        for chunk in range(0, len(buf), _SCAN_CHUNK):
+            end = min(chunk + _SCAN_CHUNK, len(buf))
+            if buf[chunk:end] == zero_chunk[: end - chunk]:
+                continue
+            for pos in range(chunk, end, SLOT_SIZE):
+                if buf[pos : pos + SLOT_SIZE] != zero_slot:
+                    self._used.add(pos // SLOT_SIZE)
+                    self._remember(_Q.unpack_from(buf, pos)[0])
