@@ -110,8 +110,13 @@ class World:
             mutants=self.mutants,
         )
         broker.initialize()
+        timer = broker.timer_message_store
         if not self.faithful_polling:
             broker.schedule_message_service.idle_skip = True
+            if timer is not None:
+                timer.idle_skip = True
+        if timer is not None:
+            timer.deliver_listeners.append(self._on_deliver)
         store = broker.message_store
         store.put_listeners.append(self._on_store)
         store.new_message_listener = lambda: self.scheduler.touch("broker.reput")
@@ -160,6 +165,8 @@ class World:
             level = int(msg.properties.get(PROPERTY_DELAY_TIME_LEVEL, "0"))
             due = a.store_timestamp + self.broker.schedule_message_service.delay_level_table_ms.get(level, 1000)
             self.due_of[msg.uniq_key] = due
+        elif a.topic == "rmq_sys_wheel_timer" and "TIMER_OUT_MS" in msg.properties:
+            self.due_of[msg.uniq_key] = int(msg.properties["TIMER_OUT_MS"])
         elif a.topic.startswith(DLQ_PREFIX):
             self.record("dlq", group=a.topic[len(DLQ_PREFIX):], msg_id=msg.uniq_key,
                         reconsume_times=msg.reconsume_times)
