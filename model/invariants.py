@@ -75,7 +75,25 @@ class _Index:
         self.broker_crashes = [e for e in self.by_kind["crash"] if e["target"] == "broker"]
         self.restarts = [e for e in self.by_kind["restart"] if e["target"] == "broker" and e.get("ok")]
         self.cut_by_truncation = {m for e in self.by_kind["cq_truncate"] for m in e.get("cut_msg_ids", ()) if m} | {
-            m for e in self.by_kind["store_rollback"] for m in e["lost_msg_ids"]}
+            m for e in self.by_kind["store_rollback"] for m in e["lost_msg_ids"]} | self._unindexed_after_power_failure()
+
+    def _unindexed_after_power_failure(self) -> set[str]:
+        """Copies a recovery could not index: after a power failure a consume queue may hold stale units that
+        point where new copies now lie (CQ recovery checks units only against the commit log's end), and a new
+        copy at such a queue offset is skipped as "built repeatedly" (#495, ROCKETMQ.md 2.6)."""
+        first_power = next((c["seq"] for c in self.broker_crashes if c.get("crash_kind") == "power"), None)
+        if first_power is None:
+            return set()
+        return {e["msg_id"] for e in self.by_kind["cq_unindexed"] if e["seq"] > first_power and e["msg_id"]}
+
+    def read_through_a_stale_reference(self, deliver: dict, ctx: RunContext) -> bool:
+        """A timer delivery found in the chain of another (earlier) slot after a power failure: the wheel and the
+        timer log kept references into what the failure cut, and new units or messages now lie there; RocketMQ
+        never compares a unit with the slot it was read from (#10668 family)."""
+        slot_ms = deliver.get("slot_ms")
+        if slot_ms is None or slot_ms < 0 or slot_ms == deliver["due_ms"] - ctx.timer_precision_ms:  # -1: due at once
+            return False
+        return any(c.get("crash_kind") == "power" and c["seq"] < deliver["seq"] for c in self.broker_crashes)
 
     def quote(self, msg_id: str) -> list[dict]:
         return _quote(self.by_msg.get(msg_id, []))
@@ -106,16 +124,19 @@ class _Index:
         return False
 
     def lost_to_power_failure(self, msg_id: str) -> bool:
-        """Some copy of the message was cut off by the recovery after a power failure (ASYNC_FLUSH)."""
+        """Some copy of the message was not durable at a power failure (ASYNC_FLUSH): it ended past the flushed
+        end of the commit log, so the recovery cut it off or kept it torn (a sector-wise prefix whose properties
+        are zeros passes the recovery check: only the body has a CRC)."""
         powers = [c for c in self.broker_crashes if c.get("crash_kind") == "power"]
         if not powers:
             return False
         for crash in powers:
             restart = next((r for r in self.restarts if r["seq"] > crash["seq"]), None)
-            if restart is None:
+            durable = crash.get("commit_log_durable", restart["commit_log_end"] if restart else None)
+            if durable is None:
                 continue
             for e in self.by_msg.get(msg_id, []):
-                if e["kind"] == "store" and e["seq"] < crash["seq"] and e["phy_offset"] >= restart["commit_log_end"]:
+                if e["kind"] == "store" and e["seq"] < crash["seq"] and e["phy_offset"] + e.get("size", 1) > durable:
                     return True
         return False
 
@@ -211,6 +232,8 @@ def check_no_early_delivery(ix: _Index, ctx: RunContext) -> dict:
             continue
         if d["level"] != "timer" and early_ms > ctx.level_delay_ms(d["level"]):
             continue  # correctDeliverTimestamp: the deliver time lay more than one level-delay ahead (clock stepped)
+        if ix.read_through_a_stale_reference(d, ctx):
+            continue
         what = "timer message" if d["level"] == "timer" else f"level-{d['level']} message"
         violations.append({"msg_id": d["msg_id"], "events": ix.quote(d["msg_id"]),
                            "explanation": f"the {what} reached {d['topic']} at broker time {d['broker_ms']}, "
@@ -245,6 +268,25 @@ def check_per_level_order(ix: _Index, ctx: RunContext) -> dict:
 
 
 # --- dlq_after_max_retries -----------------------------------------------------------------------------------
+def _dead_lettered_by_fallback(events: list[dict], group: str, dead: dict, limit: int) -> bool:
+    """The DLQ copy came from the client's producer fallback for attempt limit-1: a send-back's event comes
+    right after the store it caused, so the first one after the DLQ copy tells which path stored it."""
+    cause = next((b for b in events if b["kind"] == "send_back" and b["group"] == group and b["seq"] > dead["seq"]),
+                 None)
+    return (dead["reconsume_times"] == limit and cause is not None and cause.get("path") == "producer-fallback"
+            and cause["result"] == "ok" and cause["reconsume_times"] == limit - 1)
+
+
+def _repeat_after_a_crash(ix: _Index, consumes: list[dict], again: dict) -> bool:
+    """A crash forked the retry chain: some attempt up to ``again``'s was consumed again after it (an offset not
+    yet persisted), and the copy's own send-back started a second chain; ``again`` belongs to that one. The
+    repeats are counted by the duplicates invariant, they are not retries beyond the DLQ."""
+    crashes = [e["seq"] for e in ix.by_kind["crash"]]
+    before = [c for c in consumes if c["seq"] <= again["seq"] and c["reconsume_times"] <= again["reconsume_times"]]
+    return any(a["reconsume_times"] == b["reconsume_times"] and any(a["seq"] < s < b["seq"] for s in crashes)
+               for i, a in enumerate(before) for b in before[i + 1:])
+
+
 def check_dlq_after_max_retries(ix: _Index, ctx: RunContext) -> dict:
     violations = []
     checked = 0
@@ -265,9 +307,13 @@ def check_dlq_after_max_retries(ix: _Index, ctx: RunContext) -> dict:
                                                   f"{limit} retries are allowed before the DLQ"})
                 continue
             for dead in dlqs:
+                # The normal path dead-letters the (limit+1)th failure; the producer fallback after a failed
+                # send-back stores RECONSUME_TIME r+1 and the broker dead-letters it when r+1 >= limit: one
+                # attempt earlier (ROCKETMQ.md 4.3).
+                last_rt = limit - 1 if _dead_lettered_by_fallback(events, group, dead, limit) else limit
                 last_fail = [c for c in consumes if c["seq"] < dead["seq"] and c["status"] != CONSUME_SUCCESS
-                             and c["reconsume_times"] == limit]
-                if dead["reconsume_times"] != limit + 1 or not last_fail:
+                             and c["reconsume_times"] == last_rt]
+                if dead["reconsume_times"] != last_rt + 1 or not last_fail:
                     violations.append({"msg_id": msg_id, "group": group, "events": ix.quote(msg_id),
                                        "explanation": f"dead-lettered with reconsumeTimes {dead['reconsume_times']} "
                                                       f"after {len([c for c in consumes if c['seq'] < dead['seq']])} "
@@ -282,7 +328,7 @@ def check_dlq_after_max_retries(ix: _Index, ctx: RunContext) -> dict:
                                        "explanation": f"reached %DLQ%{group} {since} ms after its last send-back: it "
                                                       f"took another delay on the way (DELAY kept, #2724)"})
                     break
-                after = [c for c in consumes if c["seq"] > dead["seq"]]
+                after = [c for c in consumes if c["seq"] > dead["seq"] and not _repeat_after_a_crash(ix, consumes, c)]
                 if after:
                     violations.append({"msg_id": msg_id, "group": group, "events": ix.quote(msg_id),
                                        "explanation": f"delivered to {group} as retry {after[0]['reconsume_times']} "
@@ -383,6 +429,13 @@ def check_bounded_lateness(ix: _Index, ctx: RunContext) -> dict:
 
 
 # --- duplicates ----------------------------------------------------------------------------------------------
+def _slot_unfinished(deliver: dict, shutdown: dict, ctx: RunContext) -> bool:
+    """A timer slot whose puts were still running at a graceful shutdown: the checkpointed read time stays at
+    the slot, so RocketMQ reads the whole slot again after the restart (its finished puts become duplicates)."""
+    read_ms = shutdown.get("timer_read_ms")
+    return deliver["level"] == "timer" and read_ms is not None and deliver["due_ms"] - ctx.timer_precision_ms >= read_ms
+
+
 def check_duplicates(ix: _Index, ctx: RunContext) -> dict:
     """Duplicates are expected after crashes, bounded by the persist windows; a graceful restart makes none."""
     violations = []
@@ -410,11 +463,13 @@ def check_duplicates(ix: _Index, ctx: RunContext) -> dict:
         window = [t for t in crash_times if original["t_ms"] <= t <= e["t_ms"]]
         explained = any(t - original["t_ms"] <= ctx.duplicate_window_ms for t in window) or any(
             original["t_ms"] <= t <= e["t_ms"] for t in power_times)
-        if key[0] == "deliver" and not window and any(original["t_ms"] <= g["t_ms"] <= e["t_ms"] for g in graceful):
+        if key[0] == "deliver" and not window and any(
+                original["t_ms"] <= g["t_ms"] <= e["t_ms"] and not _slot_unfinished(original, g, ctx) for g in graceful):
             violations.append({"msg_id": e["msg_id"], "events": ix.quote(e["msg_id"]),
                                "explanation": f"delivered from level {e['level']} again after a graceful restart "
                                               f"(first at t={original['t_ms']} ms): the shutdown did not persist "
-                                              f"the delay offsets"})
+                                              + ("a read time past its finished slot" if e["level"] == "timer"
+                                                 else "the delay offsets")})
         elif window and not explained:
             violations.append({"msg_id": e["msg_id"], "events": ix.quote(e["msg_id"]),
                                "explanation": f"{key[0]} repeated at t={e['t_ms']} ms although the first one "

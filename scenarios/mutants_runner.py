@@ -31,6 +31,9 @@ PREFERRED: dict[str, tuple[str, ...]] = {
     "retry_level_2_plus_r": ("retry-ladder-to-dlq", "retries-with-flaky-consumers"),
     "commit_on_failed_send_back": ("flaky-consumer-broker-crash",),
     "commit_max_offset": ("consumer-crash",),
+    "timer_no_queue_offset_clamp": ("timer-power-failure",),
+    "timer_drop_after_first_failure": ("timer-put-failures",),
+    "timer_read_time_early": ("timer-restart-during-put-retry",),
 }
 TIMER_PREFIX = "timer_"  # mutants of the timer wheel: only scenarios that send timer messages can reach it
 DEFAULT_MAX_SEEDS = 3

@@ -31,6 +31,7 @@ class BrokerSpec:
     timer_precision_ms: int = 1000
     timer_roll_window_slot: int = 172_800
     timer_enable_retry_until_success: bool = False
+    timer_skip_unknown_error: bool = False
     flush_disk_type: str = "ASYNC_FLUSH"
     enable_schedule_async_deliver: bool = False
     retry_queue_nums: int = 1
@@ -230,6 +231,7 @@ _BROKER = {
     "timer_precision": ("timer_precision_ms", _duration(allow_zero=False)),
     "timer_roll_window_slot": ("timer_roll_window_slot", _int(2)),
     "timer_enable_retry_until_success": ("timer_enable_retry_until_success", _bool),
+    "timer_skip_unknown_error": ("timer_skip_unknown_error", _bool),
     "flush_disk_type": ("flush_disk_type", _str(("ASYNC_FLUSH", "SYNC_FLUSH"))),
     "enable_schedule_async_deliver": ("enable_schedule_async_deliver", _bool),
     "retry_queue_nums": ("retry_queue_nums", _int(0, 64)),

@@ -47,6 +47,7 @@ def store_config_of(scenario: Scenario, era: str | None = None) -> MessageStoreC
         timer_precision_ms=b.timer_precision_ms,
         timer_roll_window_slot=b.timer_roll_window_slot,
         timer_enable_retry_until_success=b.timer_enable_retry_until_success,
+        timer_skip_unknown_error=b.timer_skip_unknown_error,
     )
 
 
@@ -109,6 +110,7 @@ class World:
             broker_config=self.broker_config, store_config=self.store_config, faults=self.faults,
             mutants=self.mutants,
         )
+        broker.message_store.unindexed_listeners.append(self._on_unindexed)
         broker.initialize()
         timer = broker.timer_message_store
         if not self.faithful_polling:
@@ -160,7 +162,8 @@ class World:
     def _on_store(self, msg, result) -> None:
         a = result.append
         self.record("store", msg_id=msg.uniq_key, topic=a.topic, queue_id=a.queue_id, queue_offset=a.logics_offset,
-                    phy_offset=a.wrote_offset, reconsume_times=msg.reconsume_times, broker_ms=a.store_timestamp)
+                    phy_offset=a.wrote_offset, size=a.wrote_bytes, reconsume_times=msg.reconsume_times,
+                    broker_ms=a.store_timestamp)
         if a.topic == "SCHEDULE_TOPIC_XXXX":
             level = int(msg.properties.get(PROPERTY_DELAY_TIME_LEVEL, "0"))
             due = a.store_timestamp + self.broker.schedule_message_service.delay_level_table_ms.get(level, 1000)
@@ -171,11 +174,19 @@ class World:
             self.record("dlq", group=a.topic[len(DLQ_PREFIX):], msg_id=msg.uniq_key,
                         reconsume_times=msg.reconsume_times)
 
-    def _on_deliver(self, inner, level, due_ms: int, result, schedule_queue_offset: int = -1) -> None:
-        if result.is_ok:
-            self.record("deliver", msg_id=inner.uniq_key, level=level, due_ms=due_ms, topic=inner.topic,
-                        queue_id=inner.queue_id, broker_ms=result.append.store_timestamp,
-                        schedule_queue_offset=schedule_queue_offset)
+    def _on_unindexed(self, req, unit) -> None:
+        self.record("cq_unindexed", msg_id=req.uniq_key, topic=req.topic, queue_id=req.queue_id,
+                    queue_offset=req.consume_queue_offset, phy_offset=req.commit_log_offset,
+                    unit_phy_offset=None if unit is None else unit[0])
+
+    def _on_deliver(self, inner, level, due_ms: int, result, schedule_queue_offset: int = -1,
+                    slot_ms: int | None = None) -> None:
+        if not result.is_ok:
+            return
+        extra = {} if slot_ms is None else {"slot_ms": slot_ms}  # timer: the slot whose chain led to it
+        self.record("deliver", msg_id=inner.uniq_key, level=level, due_ms=due_ms, topic=inner.topic,
+                    queue_id=inner.queue_id, broker_ms=result.append.store_timestamp,
+                    schedule_queue_offset=schedule_queue_offset, **extra)
 
     def _on_persist(self, file_name: str) -> None:
         self.record("persist", file=file_name)
@@ -193,7 +204,9 @@ class World:
         broker = self.broker
         if broker is None:
             return
-        self.record("crash", target="broker", crash_kind=kind, site=site)
+        # After a power failure the copies past the flushed end of the commit log may be lost or torn.
+        extra = {"commit_log_durable": broker.message_store.commit_log.get_flushed_where()} if kind == "power" else {}
+        self.record("crash", target="broker", crash_kind=kind, site=site, **extra)
         self.broker = None
         self.broker_generation += 1
         self._remove_broker_services()
@@ -210,7 +223,10 @@ class World:
         broker = self.broker
         if broker is None:
             return
-        self.record("crash", target="broker", crash_kind="shutdown", site="plan")
+        timer = broker.timer_message_store
+        # The read time the shutdown checkpoints: a slot not finished by then is read again after the restart.
+        extra = {"timer_read_ms": timer.commit_read_time_ms} if timer is not None and timer.running else {}
+        self.record("crash", target="broker", crash_kind="shutdown", site="plan", **extra)
         held = broker.pull_processor.drop_held()
         try:
             broker.shutdown()

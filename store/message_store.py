@@ -54,6 +54,17 @@ def _ignore(message: str) -> None:
     pass
 
 
+def _indexes(cq: ConsumeQueue, req: codec.DispatchRequest) -> bool:
+    """Some unit points at the dispatched copy: at its queue offset, or lower (a unit appended after stale
+    units lands below the offset its record carries). Units ascend by physical offset, so the scan is short."""
+    index = min(req.consume_queue_offset, cq.get_max_offset_in_queue() - 1)
+    while (unit := cq.get_unit(index)) is not None and unit[0] >= req.commit_log_offset:
+        if unit[0] == req.commit_log_offset and unit[1] == req.msg_size:
+            return True
+        index -= 1
+    return False
+
+
 class DefaultMessageStore:
     def __init__(
         self,
@@ -77,6 +88,9 @@ class DefaultMessageStore:
         self.put_hooks: list[PutHook] = []  # 5.x put hooks (delay / timer routing), first answer wins
         self.put_listeners: list[Callable[[codec.MessageExt, PutMessageResult], None]] = []
         self.arriving_listeners: list[Callable[[str, int, int], None]] = []  # (topic, queue_id, next queue offset)
+        # A dispatched message its queue does not index: its unit's place holds another (stale or junk) unit, and
+        # the put was skipped as "built repeatedly". Only after a power failure; then no pull can reach the copy.
+        self.unindexed_listeners: list[Callable[[codec.DispatchRequest, tuple[int, int, int] | None], None]] = []
         self.new_message_listener: Callable[[], None] | None = None  # pokes the reput driver
         self.last_exit_ok = True
         self.load_error = ""
@@ -235,6 +249,10 @@ class DefaultMessageStore:
             return
         cq = self.find_consume_queue(req.topic, req.queue_id)
         cq.put_message_position_info(req.commit_log_offset, req.msg_size, req.tags_code, req.consume_queue_offset)
+        if self.unindexed_listeners and not _indexes(cq, req):
+            unit = cq.get_unit(req.consume_queue_offset)
+            for listener in self.unindexed_listeners:
+                listener(req, unit)
         self.checkpoint.logics_msg_timestamp = req.store_timestamp
         for listener in self.arriving_listeners:
             listener(req.topic, req.queue_id, req.consume_queue_offset + 1)

@@ -70,7 +70,7 @@ _NO_RETRY_STATUSES = {
     PutMessageStatus.WHEEL_TIMER_NOT_ENABLE, PutMessageStatus.WHEEL_TIMER_MSG_ILLEGAL,
 }
 
-DeliverListener = Callable[[codec.MessageExt, str, int, PutMessageResult], None]
+DeliverListener = Callable[..., None]  # (inner, "timer", due_ms, result, slot_ms=...)
 
 
 def is_magic_ok(magic: int) -> bool:
@@ -116,7 +116,7 @@ class TimerRequest:
     """One message on its way through the pipeline (TimerRequest.java)."""
 
     __slots__ = ("offset_py", "size_py", "delay_time_ms", "enqueue_time_ms", "magic", "msg", "latch", "released",
-                 "succ", "delete_list")
+                 "succ", "delete_list", "slot_ms")
 
     def __init__(self, offset_py: int, size_py: int, delay_time_ms: int, enqueue_time_ms: int, magic: int,
                  msg: codec.MessageExt | None = None) -> None:
@@ -130,6 +130,7 @@ class TimerRequest:
         self.released = False
         self.succ = False
         self.delete_list: set[str] | None = None
+        self.slot_ms = -1  # the wheel slot it was read from (-1: due at enqueue, never in the wheel)
 
     def idempotent_release(self, mono_ms: int, succ: bool = True) -> None:
         """Counts the latch down once: a request put again after a batch redo never counts it again."""
@@ -597,6 +598,7 @@ class TimerMessageStore:
                     _size, _p, magic, enqueue_ms, delay, offset_py, size_py = _UNIT_HEAD.unpack_from(head)
                     req = TimerRequest(offset_py, size_py, enqueue_ms + delay, enqueue_ms, magic)
                     req.delete_list = delete_keys
+                    req.slot_ms = self.curr_read_time_ms
                     if need_delete(magic) and not need_roll(magic):
                         deletes.append(req)
                     else:
@@ -700,8 +702,9 @@ class TimerMessageStore:
             return PUT_NO_RETRY, result, 0
         return PUT_NEED_RETRY, result, HOLD_MOMENT_MS
 
-    def delivered(self, inner: codec.MessageExt, result: PutMessageResult) -> None:
-        """Tell the listeners about a put of a due (not rolled) message; due_ms = ceil(target / p) * p."""
+    def delivered(self, inner: codec.MessageExt, result: PutMessageResult, slot_ms: int) -> None:
+        """Tell the listeners about a put of a due (not rolled) message; due_ms = ceil(target / p) * p, and
+        ``slot_ms`` the slot whose chain led to it (RocketMQ never compares the two)."""
         if not self.deliver_listeners:
             return
         try:
@@ -709,7 +712,7 @@ class TimerMessageStore:
         except ValueError:
             due_ms = -1
         for listener in self.deliver_listeners:
-            listener(inner, "timer", due_ms, result)
+            listener(inner, "timer", due_ms, result, slot_ms=slot_ms)
 
     # --- numbers for inspection and tests --------------------------------------------------------------------
     def get_dequeue_behind_messages(self) -> int:
@@ -1099,7 +1102,7 @@ class TimerDequeuePutMessageService:
         while True:
             code, result, held_ms = ts.do_put(w.inner, roll)
             if result is not None and not roll:
-                ts.delivered(w.inner, result)
+                ts.delivered(w.inner, result, tr.slot_ms)
             if code == PUT_OK:
                 break
             if code == PUT_NO_RETRY:

@@ -111,6 +111,32 @@ def test_no_loss_ignores_failed_sends_and_messages_a_fault_destroyed():
     assert verdict("no_loss", h)["holds"]
 
 
+def test_no_loss_holds_for_copies_a_power_failure_left_torn_or_unindexed():
+    # A: its only copy ended past the flushed end of the commit log when the power failed (lost or torn).
+    h = H().send(0, A).store(0, A)
+    h.events[-1]["size"] = 300
+    h.add(1000, "crash", target="broker", crash_kind="power", site="plan",
+          commit_log_durable=h.events[-1]["phy_offset"] + 299)
+    h.restart(3000)
+    # M2: stored after the restart, then a stale unit of the queue took its place at the next recovery (#495).
+    h.send(4000, M2).store(4000, M2).crash(5000, crash_kind="power").restart(7000)
+    h.add(7000, "cq_unindexed", msg_id=M2, topic="T", queue_id=0, queue_offset=0, phy_offset=4000,
+          unit_phy_offset=5000)
+    assert verdict("no_loss", h.drain(10_000))["holds"]
+
+
+def test_no_loss_fails_for_a_durable_copy_or_an_unindexed_one_without_a_power_failure():
+    h = H().send(0, A).store(0, A)
+    h.events[-1]["size"] = 300
+    h.add(1000, "crash", target="broker", crash_kind="power", site="plan",
+          commit_log_durable=h.events[-1]["phy_offset"] + 300)  # flushed: the power failure cannot excuse it
+    assert_fails("no_loss", h.restart(3000).drain(), A, "neither consumed it successfully nor dead-lettered")
+    h = H().send(0, M2).store(0, M2).crash(1000).restart(3000)
+    h.add(3000, "cq_unindexed", msg_id=M2, topic="T", queue_id=0, queue_offset=0, phy_offset=1000,
+          unit_phy_offset=2000)
+    assert_fails("no_loss", h.drain(), M2, "neither consumed it successfully nor dead-lettered")
+
+
 def test_no_loss_broadcasting_needs_every_instance():
     c = ctx(model="BROADCASTING", instances=2)
     assert_holds("no_loss", H().send(0, A).consume(2, A, client="G-0@sim").consume(2, A, client="G-1@sim"), c)
@@ -161,6 +187,17 @@ def test_no_early_delivery_fails_for_an_early_timer_message():
 
 
 # --- per_level_order -----------------------------------------------------------------------------------------
+def test_no_early_delivery_holds_for_a_stale_timer_reference_after_a_power_failure():
+    # The chain of slot B0 + 2000 led to a unit of B0 + 9000's message: the wheel and log kept references into
+    # what the power failure cut (#10668 family). Without the power failure it is an early delivery.
+    h = H().send(0, A).crash(1000, crash_kind="power").restart(3000)
+    h.deliver(3000, A, "timer", B0 + 10_000)
+    h.events[-1]["slot_ms"] = B0 + 2000
+    assert verdict("no_early_delivery", h)["holds"]
+    h.events[1]["crash_kind"] = "process"
+    assert_fails("no_early_delivery", h, A, "timer message", "7000 ms before it was due")
+
+
 def test_per_level_order_holds_in_queue_order_and_restarts_with_the_broker():
     h = H().deliver(1000, A, 1, B0 + 1000, sq_offset=0).deliver(1100, M2, 1, B0 + 1100, sq_offset=1)
     h.crash(2000).restart(4000).deliver(4100, A, 1, B0 + 1000, sq_offset=0)  # a new broker rescans from 0
@@ -198,6 +235,27 @@ def test_dlq_after_max_retries_holds_for_exactly_max_plus_one_failed_attempts():
 def test_dlq_fails_one_retry_too_many():
     h = _ladder(H().send(0, A), A, 4, dlq_at_send_back=0)
     assert_fails("dlq_after_max_retries", h, A, "given retry 3", "at most 2 retries")
+
+
+def test_dlq_holds_one_attempt_early_through_the_producer_fallback():
+    # Attempt 1's send-back fails; the client's producer sends RECONSUME_TIME 2 >= 2: the broker dead-letters it.
+    h = _ladder(H().send(0, A), A, 1)
+    h.consume(10_102, A, status="RECONSUME_LATER", reconsume_times=1, queue_topic="%RETRY%G")
+    h.send_back(10_102, A, 1, result="failed").dlq(10_102, A, 2)
+    h.add(10_102, "send_back", group="G", msg_id=A, reconsume_times=1, delay_level=4, result="ok",
+          path="producer-fallback")
+    assert_holds("dlq_after_max_retries", h)
+
+
+def test_dlq_holds_for_a_retry_chain_forked_by_a_crash():
+    # Retry 1 is consumed again after a broker crash, and both copies are sent back: two chains. One reaches
+    # the DLQ; the other's retry 2 comes later, as the same attempt repeated.
+    h = _ladder(H().send(0, A), A, 2).crash(20_000).restart(22_000)
+    h.consume(22_100, A, status="RECONSUME_LATER", reconsume_times=1, queue_topic="%RETRY%G").send_back(22_100, A, 1)
+    h.consume(40_000, A, status="RECONSUME_LATER", reconsume_times=2, queue_topic="%RETRY%G").dlq(40_000, A, 3)
+    h.send_back(40_000, A, 2)
+    h.consume(52_200, A, reconsume_times=2, queue_topic="%RETRY%G")
+    assert_holds("dlq_after_max_retries", h)
 
 
 def test_dlq_fails_too_early():
@@ -295,6 +353,21 @@ def test_duplicates_fail_for_a_delivery_repeated_after_a_graceful_restart():
     h = H().send(0, A, level=1).deliver(1000, A, 1, B0 + 1000).crash(5000, crash_kind="shutdown")
     h.restart(7000).deliver(7100, A, 1, B0 + 1000)
     assert_fails("duplicates", h, A, "again after a graceful restart", "did not persist the delay offsets")
+
+
+def test_duplicates_holds_for_a_timer_slot_a_graceful_restart_left_unfinished():
+    # The slot of B0 + 4000 still had a put retrying at the shutdown: its checkpointed read time is that slot.
+    h = H().send(0, A).deliver(5000, A, "timer", B0 + 5000)
+    h.add(5200, "crash", target="broker", crash_kind="shutdown", site="plan", timer_read_ms=B0 + 4000)
+    h.restart(7200).deliver(7300, A, "timer", B0 + 5000)
+    assert_holds("duplicates", h)
+
+
+def test_duplicates_fail_for_a_finished_timer_slot_delivered_again_after_a_graceful_restart():
+    h = H().send(0, A).deliver(5000, A, "timer", B0 + 5000)
+    h.add(8200, "crash", target="broker", crash_kind="shutdown", site="plan", timer_read_ms=B0 + 7000)
+    h.restart(10_200).deliver(10_300, A, "timer", B0 + 5000)
+    assert_fails("duplicates", h, A, "from level timer again after a graceful restart", "read time past its finished slot")
 
 
 # --- every checker is covered, and a real run passes them all -------------------------------------------------

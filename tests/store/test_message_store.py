@@ -180,3 +180,40 @@ def test_power_failure_before_the_first_cq_flush_leaves_rocketmqs_junk_head_unit
     cq = again.get_consume_queue("TopicTest", 1)
     assert cq.get_unit(0) == (0, 0, 0)  # a junk unit, pointing at nothing
     assert again.put_message(new_msg(queue_id=1, key="c")).append.logics_offset == 1  # offset 0 is gone
+
+
+class _KeepNothingUnflushed:
+    """A power failure's rng that tears nothing: every byte not flushed is lost."""
+
+    def choice(self, options):
+        return options[0]
+
+
+def test_stale_cq_unit_after_two_power_failures_leaves_a_durable_message_unindexed():
+    """#495: truncateDirtyLogicFiles only moves positions; a second power failure resurrects the stale unit and
+    the recovery's re-dispatch of the durable message at that queue offset is skipped ("built repeatedly")."""
+    disk, clock = MemoryDisk(), ManualClock()
+    store = make_store(disk, clock)
+    store.put_message(new_msg(key="a"))
+    store.commit_log.flush(0)  # "a" is durable
+    store.put_message(new_msg(key="b"))  # "b" is not ...
+    store.do_reput()
+    store.get_consume_queue("TopicTest", 0).mfq.flush(0)  # ... but its CQ unit is
+    disk.power_failure(_KeepNothingUnflushed())
+
+    second = make_store(disk, clock)  # the CQ is cut back to "a": unit 1 (for "b") stays on disk
+    c = second.put_message(new_msg(key="c", body=b"a longer body than b had"))
+    assert c.append.logics_offset == 1
+    second.do_reput()
+    second.commit_log.flush(0)  # "c" is durable, its CQ unit is not
+    disk.power_failure(_KeepNothingUnflushed())
+
+    third = DefaultMessageStore(disk, SMALL, clock)
+    skipped = []
+    third.unindexed_listeners.append(lambda req, unit: skipped.append((req.uniq_key, req.consume_queue_offset, unit)))
+    assert third.load()
+    third.start(0)
+    cq = third.get_consume_queue("TopicTest", 0)
+    stale = cq.get_unit(1)
+    assert stale[0] == c.append.wrote_offset and stale[1] != c.append.wrote_bytes  # b's unit, not c's
+    assert skipped == [("c", 1, stale)]

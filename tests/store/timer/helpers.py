@@ -34,7 +34,7 @@ class TimerHarness(BrokerHarness):
         self.stored.append((msg.uniq_key, a.topic, a.queue_id, a.logics_offset, a.wrote_offset, a.wrote_bytes,
                             a.store_timestamp))
 
-    def _on_deliver(self, inner, level, due_ms, result) -> None:
+    def _on_deliver(self, inner, level, due_ms, result, slot_ms) -> None:
         assert level == "timer"
         self.deliveries.append((inner.uniq_key, due_ms, result.status, self.clock.now_ms(), inner.topic,
                                 inner.queue_id))
