@@ -106,7 +106,8 @@ class _Index:
 
     def below_a_committed_offset(self, msg_id: str, group: str) -> bool:
         """#8239 (ASYNC_FLUSH): consumers had committed offsets of unflushed messages; the power failure cut
-        the queue back, new messages reused those offsets, and the consumers' offsets pass over them."""
+        the queue back, new messages reused those offsets, and the consumers' offsets pass over them. A commit
+        counts until the broker is back: the consumer goes on with what it pulled before the failure."""
         powers = [c for c in self.broker_crashes if c.get("crash_kind") == "power"]
         if not powers:
             return False
@@ -116,7 +117,8 @@ class _Index:
             for crash in powers:
                 if store["seq"] < crash["seq"]:
                     continue
-                committed = [c["offset"] for c in self.by_kind["offset_commit"] if c["seq"] < crash["seq"]
+                back = next((r["seq"] for r in self.restarts if r["seq"] > crash["seq"]), store["seq"])
+                committed = [c["offset"] for c in self.by_kind["offset_commit"] if c["seq"] < back
                              and c["group"] == group and c["topic"] == store["topic"]
                              and c["queue_id"] == store["queue_id"]]
                 if committed and store["queue_offset"] < max(committed):

@@ -137,6 +137,20 @@ def test_no_loss_fails_for_a_durable_copy_or_an_unindexed_one_without_a_power_fa
     assert_fails("no_loss", h.drain(), M2, "neither consumed it successfully nor dead-lettered")
 
 
+def test_no_loss_holds_when_a_power_failure_cut_a_queue_the_consumer_had_committed_past_8239():
+    # The consumer finishes what it pulled before the power failure (offset 5 committed while the broker is
+    # down); the recovered queue ends at 4, so the new message at offset 4 lies below the consumer's offset.
+    h = H().crash(1000, crash_kind="power").commit(1000, 5).restart(3000)
+    h.send(3100, A).store(3100, A, queue_offset=4)
+    assert verdict("no_loss", h.drain(10_000))["holds"]
+
+
+def test_no_loss_fails_for_a_message_skipped_by_a_commit_after_the_restart():
+    h = H().crash(1000, crash_kind="power").restart(3000).commit(3050, 5)
+    h.send(3100, A).store(3100, A, queue_offset=4)
+    assert_fails("no_loss", h.drain(10_000), A, "neither consumed it successfully nor dead-lettered")
+
+
 def test_no_loss_broadcasting_needs_every_instance():
     c = ctx(model="BROADCASTING", instances=2)
     assert_holds("no_loss", H().send(0, A).consume(2, A, client="G-0@sim").consume(2, A, client="G-1@sim"), c)
