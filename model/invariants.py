@@ -102,7 +102,25 @@ class _Index:
         """The fault itself destroyed a copy: a power failure (ASYNC_FLUSH), a cut queue, a rolled-back store;
         or, after a power failure, the group's offset already stood past where the message was stored."""
         return (msg_id in self.cut_by_truncation or self.lost_to_power_failure(msg_id)
+                or self.behind_a_torn_timer_unit(msg_id)
                 or (group is not None and self.below_a_committed_offset(msg_id, group)))
+
+    def behind_a_torn_timer_unit(self, msg_id: str) -> bool:
+        """A power failure tore the timer log's last unit; its head passed the recovery check and relinked the
+        slot its torn bytes name (RocketMQ's recoverAndRevise does the same), so the units that slot held
+        before are unreachable. Covers the timer copies stored before that failure and due in that slot."""
+        torn = self.by_kind["timer_torn_unit"]
+        if not torn:
+            return False
+        for e in self.by_msg.get(msg_id, []):
+            if e["kind"] != "store" or "timer_out_ms" not in e:
+                continue
+            for t in torn:
+                power = next((c for c in reversed(self.broker_crashes) if c["seq"] < t["seq"]), None)
+                if (power is not None and power.get("crash_kind") == "power" and e["seq"] < power["seq"]
+                        and e["timer_out_ms"] == t["slot_ms"]):
+                    return True
+        return False
 
     def below_a_committed_offset(self, msg_id: str, group: str) -> bool:
         """#8239 (ASYNC_FLUSH): consumers had committed offsets of unflushed messages; the power failure cut

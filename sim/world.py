@@ -111,8 +111,11 @@ class World:
             mutants=self.mutants,
         )
         broker.message_store.unindexed_listeners.append(self._on_unindexed)
-        broker.initialize()
         timer = broker.timer_message_store
+        if timer is not None:
+            timer.torn_unit_listeners.append(
+                lambda slot_ms, pos: self.record("timer_torn_unit", slot_ms=slot_ms, timer_log_pos=pos))
+        broker.initialize()
         if not self.faithful_polling:
             broker.schedule_message_service.idle_skip = True
             if timer is not None:
@@ -161,15 +164,17 @@ class World:
 
     def _on_store(self, msg, result) -> None:
         a = result.append
+        timer_out = msg.properties.get("TIMER_OUT_MS") if a.topic == "rmq_sys_wheel_timer" else None
+        extra = {} if timer_out is None else {"timer_out_ms": int(timer_out)}  # its wheel slot
         self.record("store", msg_id=msg.uniq_key, topic=a.topic, queue_id=a.queue_id, queue_offset=a.logics_offset,
                     phy_offset=a.wrote_offset, size=a.wrote_bytes, reconsume_times=msg.reconsume_times,
-                    broker_ms=a.store_timestamp)
+                    broker_ms=a.store_timestamp, **extra)
         if a.topic == "SCHEDULE_TOPIC_XXXX":
             level = int(msg.properties.get(PROPERTY_DELAY_TIME_LEVEL, "0"))
             due = a.store_timestamp + self.broker.schedule_message_service.delay_level_table_ms.get(level, 1000)
             self.due_of[msg.uniq_key] = due
-        elif a.topic == "rmq_sys_wheel_timer" and "TIMER_OUT_MS" in msg.properties:
-            self.due_of[msg.uniq_key] = int(msg.properties["TIMER_OUT_MS"])
+        elif timer_out is not None:
+            self.due_of[msg.uniq_key] = int(timer_out)
         elif a.topic.startswith(DLQ_PREFIX):
             self.record("dlq", group=a.topic[len(DLQ_PREFIX):], msg_id=msg.uniq_key,
                         reconsume_times=msg.reconsume_times)

@@ -89,6 +89,12 @@ def build_delete_key(real_topic: str | None, uniq_key: str) -> str:
     return f"{real_topic}+{uniq_key}"
 
 
+def _size_py(data: bytes, position: int) -> int:
+    """The unit's message size (a real unit's is > 0; zeros past a torn sector make it 0)."""
+    end = position + 40
+    return int.from_bytes(data[position + 36 : end], "big", signed=True) if end <= len(data) else 0
+
+
 def grid_at_or_after(base_ms: int, target_ms: int, interval_ms: int) -> int:
     """The first poll time base + k*interval (k >= 0) at or after ``target_ms``."""
     if target_ms <= base_ms:
@@ -226,6 +232,9 @@ class TimerMessageStore:
         self.write_time_passed_after_dequeue_turn = False  # ... after the dequeue's turn in that millisecond
         self.last_timer_topic_put_mono_ms = -1  # puts into the timer topic come after the enqueue-get's turn
         store.put_listeners.append(self._on_put)
+        # A timer-log unit torn by a power failure (its head kept, the rest zeros) still passes the recovery
+        # check and relinks the slot its torn bytes name: that slot's earlier units are no longer reachable.
+        self.torn_unit_listeners: list[Callable[[int, int], None]] = []  # (slot_ms, timer-log position)
         # The queues between the threads.
         self.enqueue_put_queue: deque[TimerRequest] = deque()
         self.dequeue_get_queue: deque[list[TimerRequest]] = deque()
@@ -337,6 +346,9 @@ class TimerMessageStore:
                 delay = int.from_bytes(data[position + 24 : position + 28], "big", signed=True)
                 if size == UNIT_SIZE and is_magic_ok(magic):
                     wheel.revise_slot(write_time + delay, IGNORE, mf.file_from_offset + position, True)
+                    if self.torn_unit_listeners and _size_py(data, position) <= 0:
+                        for listener in self.torn_unit_listeners:
+                            listener(self.format_time_ms(write_time + delay), mf.file_from_offset + position)
                 position += UNIT_SIZE
             check_offset = mf.file_from_offset + position
             if stop:

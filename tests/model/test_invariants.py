@@ -151,6 +151,21 @@ def test_no_loss_fails_for_a_message_skipped_by_a_commit_after_the_restart():
     assert_fails("no_loss", h.drain(10_000), A, "neither consumed it successfully nor dead-lettered")
 
 
+def test_no_loss_holds_for_a_timer_message_behind_a_torn_timer_unit():
+    # Stored for slot B0 + 9000; the power failure tore the timer log's last unit, which relinked that slot.
+    h = H().send(0, A).store(0, A, topic="rmq_sys_wheel_timer")
+    h.events[-1]["timer_out_ms"] = B0 + 9000
+    h.crash(5000, crash_kind="power").add(7000, "timer_torn_unit", slot_ms=B0 + 9000, timer_log_pos=52)
+    assert verdict("no_loss", h.restart(7000).drain())["holds"]
+
+
+def test_no_loss_fails_for_a_timer_message_of_another_slot_than_the_torn_unit():
+    h = H().send(0, A).store(0, A, topic="rmq_sys_wheel_timer")
+    h.events[-1]["timer_out_ms"] = B0 + 10_000
+    h.crash(5000, crash_kind="power").add(7000, "timer_torn_unit", slot_ms=B0 + 9000, timer_log_pos=52)
+    assert_fails("no_loss", h.restart(7000).drain(), A, "neither consumed it successfully nor dead-lettered")
+
+
 def test_no_loss_broadcasting_needs_every_instance():
     c = ctx(model="BROADCASTING", instances=2)
     assert_holds("no_loss", H().send(0, A).consume(2, A, client="G-0@sim").consume(2, A, client="G-1@sim"), c)

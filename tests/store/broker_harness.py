@@ -17,7 +17,7 @@ SMALL_STORE = MessageStoreConfig(mapped_file_size_commit_log=64 * 1024, mapped_f
 
 class BrokerHarness:
     def __init__(self, disk=None, clock=None, store_config=SMALL_STORE, mutants=frozenset(), faults=None, seed=1,
-                 **broker_kwargs):
+                 before_initialize=None, **broker_kwargs):
         self.disk = disk if disk is not None else MemoryDisk()
         self.clock = clock if clock is not None else ManualClock(1_700_000_000_000)
         self.mono_ms = 0
@@ -27,6 +27,8 @@ class BrokerHarness:
         if faults is not None:
             kwargs["faults"] = faults
         self.broker = BrokerController(self.disk, self.clock, **kwargs)
+        if before_initialize is not None:  # e.g. a listener that must see the recovery
+            before_initialize(self.broker)
         self.broker.initialize()
         self.broker.start(self.mono_ms)
 

@@ -117,3 +117,27 @@ def test_slots_older_than_the_wheel_horizon_are_never_dequeued():
     again = TimerHarness(disk=h.disk, clock=h.clock)
     again.drive(1000)
     assert [m.uniq_key for m in again.real_copies()] == ["a"]
+
+
+def test_a_torn_last_unit_relinks_the_slot_its_head_names_and_hides_that_slots_units():
+    """A power failure that keeps only the first sector of the newest unit leaves its size, magic and write
+    time but zeros for the delay and the message: recoverAndRevise accepts it and makes it the last unit of
+    the slot of its write time, so the units that slot held before are no longer walked (faithful)."""
+    def run(tear: bool):
+        h = TimerHarness(clock=ManualClock(T0 + 500))
+        h.drive(700)
+        h.send_timer("a", delay_ms=3000)  # slot T0+4000, read at T0+5000
+        h.drive(3100)  # now T0+4300: the write time is T0+4000, the read time has not passed it
+        h.send_timer("b", delay_ms=60_000)
+        h.drive(300)  # enqueued; still before T0+5000
+        assert h.timer.timer_log.mfq.get_max_offset() == 2 * 52 and h.timer.curr_read_time_ms == T0 + 4000
+        if tear:  # what survives of "b"'s unit: its first 24 bytes
+            h.timer.timer_log.mfq.mapped_files[0].handle.write(52 + 24, bytes(52 - 24))
+        torn = []
+        again = TimerHarness(disk=h.disk, clock=h.clock, before_initialize=lambda broker: (
+            broker.timer_message_store.torn_unit_listeners.append(lambda slot, pos: torn.append((slot, pos)))))
+        again.drive(3000)
+        return torn, [m.uniq_key for m in again.real_copies()]
+
+    assert run(tear=False) == ([], ["a"])
+    assert run(tear=True) == ([(T0 + 4000, 52)], [])  # "a" is lost behind the torn unit
