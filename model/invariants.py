@@ -74,6 +74,8 @@ class _Index:
         self.clock_steps = [e for e in self.by_kind["fault"] if e.get("site") == "clock"]
         self.broker_crashes = [e for e in self.by_kind["crash"] if e["target"] == "broker"]
         self.restarts = [e for e in self.by_kind["restart"] if e["target"] == "broker" and e.get("ok")]
+        self.power_crashes = [c for c in self.broker_crashes if c.get("crash_kind") == "power"]
+        self.torn_timer_slots = self._torn_timer_slots()
         self.cut_by_truncation = {m for e in self.by_kind["cq_truncate"] for m in e.get("cut_msg_ids", ()) if m} | {
             m for e in self.by_kind["store_rollback"] for m in e["lost_msg_ids"]} | self._unindexed_after_power_failure()
 
@@ -81,10 +83,19 @@ class _Index:
         """Copies a recovery could not index: after a power failure a consume queue may hold stale units that
         point where new copies now lie (CQ recovery checks units only against the commit log's end), and a new
         copy at such a queue offset is skipped as "built repeatedly" (#495, ROCKETMQ.md 2.6)."""
-        first_power = next((c["seq"] for c in self.broker_crashes if c.get("crash_kind") == "power"), None)
-        if first_power is None:
+        if not self.power_crashes:
             return set()
+        first_power = self.power_crashes[0]["seq"]
         return {e["msg_id"] for e in self.by_kind["cq_unindexed"] if e["seq"] > first_power and e["msg_id"]}
+
+    def _torn_timer_slots(self) -> list[tuple[int, int]]:
+        """(slot_ms, seq of the power failure) for each torn timer-log unit a recovery after one relinked."""
+        slots = []
+        for t in self.by_kind["timer_torn_unit"]:
+            crash = next((c for c in reversed(self.broker_crashes) if c["seq"] < t["seq"]), None)
+            if crash is not None and crash.get("crash_kind") == "power":
+                slots.append((t["slot_ms"], crash["seq"]))
+        return slots
 
     def read_through_a_stale_reference(self, deliver: dict, ctx: RunContext) -> bool:
         """A timer delivery found in the chain of another (earlier) slot after a power failure: the wheel and the
@@ -93,7 +104,7 @@ class _Index:
         slot_ms = deliver.get("slot_ms")
         if slot_ms is None or slot_ms < 0 or slot_ms == deliver["due_ms"] - ctx.timer_precision_ms:  # -1: due at once
             return False
-        return any(c.get("crash_kind") == "power" and c["seq"] < deliver["seq"] for c in self.broker_crashes)
+        return any(c["seq"] < deliver["seq"] for c in self.power_crashes)
 
     def quote(self, msg_id: str) -> list[dict]:
         return _quote(self.by_msg.get(msg_id, []))
@@ -109,30 +120,17 @@ class _Index:
         """A power failure tore the timer log's last unit; its head passed the recovery check and relinked the
         slot its torn bytes name (RocketMQ's recoverAndRevise does the same), so the units that slot held
         before are unreachable. Covers the timer copies stored before that failure and due in that slot."""
-        torn = self.by_kind["timer_torn_unit"]
-        if not torn:
-            return False
-        for e in self.by_msg.get(msg_id, []):
-            if e["kind"] != "store" or "timer_out_ms" not in e:
-                continue
-            for t in torn:
-                power = next((c for c in reversed(self.broker_crashes) if c["seq"] < t["seq"]), None)
-                if (power is not None and power.get("crash_kind") == "power" and e["seq"] < power["seq"]
-                        and e["timer_out_ms"] == t["slot_ms"]):
-                    return True
-        return False
+        return any(e["kind"] == "store" and e.get("timer_out_ms") == slot_ms and e["seq"] < power_seq
+                   for e in self.by_msg.get(msg_id, []) for slot_ms, power_seq in self.torn_timer_slots)
 
     def below_a_committed_offset(self, msg_id: str, group: str) -> bool:
         """#8239 (ASYNC_FLUSH): consumers had committed offsets of unflushed messages; the power failure cut
         the queue back, new messages reused those offsets, and the consumers' offsets pass over them. A commit
         counts until the broker is back: the consumer goes on with what it pulled before the failure."""
-        powers = [c for c in self.broker_crashes if c.get("crash_kind") == "power"]
-        if not powers:
-            return False
         for store in self.by_msg.get(msg_id, []):
             if store["kind"] != "store":
                 continue
-            for crash in powers:
+            for crash in self.power_crashes:
                 if store["seq"] < crash["seq"]:
                     continue
                 back = next((r["seq"] for r in self.restarts if r["seq"] > crash["seq"]), store["seq"])
@@ -147,10 +145,7 @@ class _Index:
         """Some copy of the message was not durable at a power failure (ASYNC_FLUSH): it ended past the flushed
         end of the commit log, so the recovery cut it off or kept it torn (a sector-wise prefix whose properties
         are zeros passes the recovery check: only the body has a CRC)."""
-        powers = [c for c in self.broker_crashes if c.get("crash_kind") == "power"]
-        if not powers:
-            return False
-        for crash in powers:
+        for crash in self.power_crashes:
             restart = next((r for r in self.restarts if r["seq"] > crash["seq"]), None)
             durable = crash.get("commit_log_durable", restart["commit_log_end"] if restart else None)
             if durable is None:
@@ -465,7 +460,7 @@ def check_duplicates(ix: _Index, ctx: RunContext) -> dict:
     crash_times = [e["t_ms"] for e in ix.by_kind["crash"] if e.get("crash_kind") != "shutdown"]
     # Config files are not fsynced (before develop #9705): after a power failure the offset files may be
     # empty or old, and any amount of redelivery is RocketMQ's documented behaviour, not a bounded window.
-    power_times = [e["t_ms"] for e in ix.broker_crashes if e.get("crash_kind") == "power"]
+    power_times = [e["t_ms"] for e in ix.power_crashes]
     graceful = [e for e in ix.by_kind["crash"] if e.get("crash_kind") == "shutdown"]
     for e in ix.events:
         if e["kind"] == "consume" and e["status"] == CONSUME_SUCCESS:

@@ -18,8 +18,9 @@ from store.config import BrokerConfig, MessageStoreConfig
 from store.consume_queue import CQ_STORE_UNIT_SIZE
 from store.disk import MemoryDisk
 from store.faults import BrokerCrash
-from store.message import PROPERTY_DELAY_TIME_LEVEL
+from store.message import PROPERTY_DELAY_TIME_LEVEL, PROPERTY_TIMER_OUT_MS
 from store.service import PeriodicService
+from store.topic_config import TIMER_TOPIC
 
 from .clock import SimClock
 from .faults import FaultPlan, SimFaults
@@ -113,8 +114,7 @@ class World:
         broker.message_store.unindexed_listeners.append(self._on_unindexed)
         timer = broker.timer_message_store
         if timer is not None:
-            timer.torn_unit_listeners.append(
-                lambda slot_ms, pos: self.record("timer_torn_unit", slot_ms=slot_ms, timer_log_pos=pos))
+            timer.torn_unit_listeners.append(self._on_torn_timer_unit)
         broker.initialize()
         if not self.faithful_polling:
             broker.schedule_message_service.idle_skip = True
@@ -164,7 +164,7 @@ class World:
 
     def _on_store(self, msg, result) -> None:
         a = result.append
-        timer_out = msg.properties.get("TIMER_OUT_MS") if a.topic == "rmq_sys_wheel_timer" else None
+        timer_out = msg.properties.get(PROPERTY_TIMER_OUT_MS) if a.topic == TIMER_TOPIC else None
         extra = {} if timer_out is None else {"timer_out_ms": int(timer_out)}  # its wheel slot
         self.record("store", msg_id=msg.uniq_key, topic=a.topic, queue_id=a.queue_id, queue_offset=a.logics_offset,
                     phy_offset=a.wrote_offset, size=a.wrote_bytes, reconsume_times=msg.reconsume_times,
@@ -183,6 +183,9 @@ class World:
         self.record("cq_unindexed", msg_id=req.uniq_key, topic=req.topic, queue_id=req.queue_id,
                     queue_offset=req.consume_queue_offset, phy_offset=req.commit_log_offset,
                     unit_phy_offset=None if unit is None else unit[0])
+
+    def _on_torn_timer_unit(self, slot_ms: int, timer_log_pos: int) -> None:
+        self.record("timer_torn_unit", slot_ms=slot_ms, timer_log_pos=timer_log_pos)
 
     def _on_deliver(self, inner, level, due_ms: int, result, schedule_queue_offset: int = -1,
                     slot_ms: int | None = None) -> None:
