@@ -1,8 +1,11 @@
 """The invariants of DESIGN.md, as pure functions over a run's history (no store, no simulator).
 
-Each checker returns ``{"holds", "checked", "violations": [{"msg_id", "explanation", "events"}]}``;
-a violation names the message, quotes its events and says in one sentence what went wrong.
-``RunContext`` carries the few facts a history does not: groups, delay levels, phase times.
+Each checker returns ``{"holds", "checked", "violations": [{"msg_id", "explanation", "events"}], "vacuous"}``;
+a violation names the message, quotes its events and says in one sentence what went wrong. ``vacuous`` says
+that the invariant checked nothing although the history shows it should have (``VACUITY`` below, one rule
+per invariant): a verdict that cannot fail is not a pass. ``RunContext`` carries the few facts a history does
+not: delay levels, phase times; the groups come from the history's ``consumer_start`` events
+(``RunContext.from_history``), the tags from its ``send`` events.
 """
 
 from __future__ import annotations
@@ -10,11 +13,12 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from .stats import POLL_SLACK_MS, delivery_lateness, due_mono_of_store, is_schedule_store, pending_messages
+
 CONSUME_SUCCESS = "CONSUME_SUCCESS"
 MAX_QUOTED_EVENTS = 8
 MAX_VIOLATIONS = 50
 SEND_BACK_TO_DLQ_MS = 1000  # a dead letter is stored in the same step as its send-back; allow scheduling slack
-POLL_SLACK_MS = 100 + 10 + 1  # a level's 100 ms poll, the async handler's 10 ms, one reput round
 SETTLE_AFTER_FAULT_MS = 15_000  # lateness is judged only for messages due this long after the last fault
 
 
@@ -28,6 +32,30 @@ class GroupInfo:
     tags: frozenset[str] | None = None  # None: "*"
 
 
+def subscription_tags(expression: str) -> frozenset[str] | None:
+    """RocketMQ's tag expression (``"TagA || TagB"``) as a set; None for every tag (``"*"`` or empty)."""
+    if expression.strip() in ("", "*"):
+        return None
+    return frozenset(t.strip() for t in expression.split("||") if t.strip())
+
+
+def groups_from_history(events: list[dict]) -> tuple[GroupInfo, ...]:
+    """One ``GroupInfo`` per (group, topic) from the ``consumer_start`` events, in order of first start; the
+    client ids of every instance that ever started. The last start's subscription and settings win."""
+    starts: dict[tuple[str, str], list[dict]] = {}
+    for e in events:
+        if e["kind"] == "consumer_start":
+            starts.setdefault((e["group"], e["topic"]), []).append(e)
+    groups = []
+    for (group, topic), evs in starts.items():
+        last = evs[-1]
+        client_ids = tuple(dict.fromkeys(e["client_id"] for e in evs))
+        groups.append(GroupInfo(group=group, topic=topic, model=last["model"], client_ids=client_ids,
+                                max_reconsume_times=last["max_reconsume_times"],
+                                tags=subscription_tags(last["subscription"])))
+    return tuple(groups)
+
+
 @dataclass(frozen=True)
 class RunContext:
     groups: tuple[GroupInfo, ...]
@@ -38,6 +66,11 @@ class RunContext:
     duplicate_window_ms: int = 22_000  # persist windows: delay offsets + broker offsets + client offsets + slack
     extra: dict = field(default_factory=dict)
 
+    @classmethod
+    def from_history(cls, events: list[dict], **facts) -> RunContext:
+        """The context of a run whose groups, subscriptions and clients are read from its own history."""
+        return cls(groups=groups_from_history(events), **facts)
+
     @property
     def max_delay_level(self) -> int:
         return max(self.delay_level_ms) if self.delay_level_ms else 0
@@ -46,9 +79,9 @@ class RunContext:
         return self.delay_level_ms[min(max(level, 1), self.max_delay_level)]
 
 
-def _verdict(checked: int, violations: list[dict]) -> dict:
+def _verdict(checked: int, violations: list[dict], vacuous: bool = False) -> dict:
     return {"holds": not violations, "checked": checked, "violations": violations[:MAX_VIOLATIONS],
-            "violation_count": len(violations)}
+            "violation_count": len(violations), "vacuous": vacuous}
 
 
 def _quote(events: list[dict]) -> list[dict]:
@@ -70,6 +103,7 @@ class _Index:
             if msg_id is not None:
                 self.by_msg[msg_id].append(e)
         self.sent_ok = [e for e in self.by_kind["send"] if e["status"] == "SEND_OK"]
+        self._pending: dict[str, int] | None = None
         self.drain_t = next((e["t_ms"] for e in self.by_kind["drain"]), None)
         self.clock_steps = [e for e in self.by_kind["fault"] if e.get("site") == "clock"]
         self.broker_crashes = [e for e in self.by_kind["crash"] if e["target"] == "broker"]
@@ -105,6 +139,12 @@ class _Index:
         if slot_ms is None or slot_ms < 0 or slot_ms == deliver["due_ms"] - ctx.timer_precision_ms:  # -1: due at once
             return False
         return any(c["seq"] < deliver["seq"] for c in self.power_crashes)
+
+    def pending(self, ctx: RunContext) -> dict[str, int]:
+        """Messages not due early enough to be consumed by the end of the drain (model.stats.pending_messages)."""
+        if self._pending is None:
+            self._pending = pending_messages(self.events, ctx.end_ms, ctx.timer_precision_ms)
+        return self._pending
 
     def quote(self, msg_id: str) -> list[dict]:
         return _quote(self.by_msg.get(msg_id, []))
@@ -156,21 +196,28 @@ class _Index:
         return False
 
 
-def _subscribed(group: GroupInfo, send: dict, tags_of: dict[str, str | None]) -> bool:
+def _subscribed(group: GroupInfo, send: dict) -> bool:
+    """The group's subscription takes the message: its topic, and its tags as the send recorded them."""
     if send["topic"] != group.topic:
         return False
-    return group.tags is None or tags_of.get(send["msg_id"]) in group.tags
+    return group.tags is None or send.get("tags") in group.tags
 
 
 # --- no_loss -------------------------------------------------------------------------------------------------
 def check_no_loss(ix: _Index, ctx: RunContext) -> dict:
+    """A message not due before the end of the drain (``model.stats.pending_messages``) is pending, not lost: it
+    is counted in ``pending`` and not judged."""
     violations = []
-    checked = 0
+    checked = pending = 0
+    not_due = ix.pending(ctx)
     for send in ix.sent_ok:
         msg_id = send["msg_id"]
         events = ix.by_msg[msg_id]
         for g in ctx.groups:
-            if not _subscribed(g, send, ctx.extra.get("tags_of", {})):
+            if not _subscribed(g, send):
+                continue
+            if msg_id in not_due and not _done_in(events, g):
+                pending += 1
                 continue
             checked += 1
             consumes = [e for e in events if e["kind"] == "consume" and e["group"] == g.group]
@@ -190,7 +237,18 @@ def check_no_loss(ix: _Index, ctx: RunContext) -> dict:
                                    "explanation": f"sent with SEND_OK but by the end of the drain {g.group} neither "
                                                   f"consumed it successfully nor dead-lettered it "
                                                   f"({len(consumes)} attempt(s); its last event was '{last}')"})
-    return _verdict(checked, violations)
+    verdict = _verdict(checked, violations)
+    verdict["pending"] = pending
+    return verdict
+
+
+def _done_in(events: list[dict], g: GroupInfo) -> bool:
+    """The group is done with the message: every broadcasting instance had it, or a clustering success or DLQ."""
+    consumes = [e for e in events if e["kind"] == "consume" and e["group"] == g.group]
+    if g.model == "BROADCASTING":
+        return not set(g.client_ids) - {e["client_id"] for e in consumes}
+    return any(e["status"] == CONSUME_SUCCESS for e in consumes) or any(
+        e["kind"] == "dlq" and e["group"] == g.group for e in events)
 
 
 # --- at_least_once_redelivery --------------------------------------------------------------------------------
@@ -388,45 +446,38 @@ def check_retry_schedule(ix: _Index, ctx: RunContext) -> dict:
 
 
 # --- bounded_lateness ----------------------------------------------------------------------------------------
-def check_bounded_lateness(ix: _Index, ctx: RunContext) -> dict:
-    """In the drain, a message due well after the last fault is delivered within one poll of its due time.
-
-    Lateness is measured on the simulator's monotonic clock from the scheduled copy's store time, so a
-    broker clock that jumps (and a scheduler that does not correct for it) shows up as lateness."""
-    violations = []
-    checked = 0
+def _settled_ms(ix: _Index, ctx: RunContext) -> int:
+    """From when lateness is judged: the drain, and at least ``SETTLE_AFTER_FAULT_MS`` after the last fault."""
     drain = ix.drain_t if ix.drain_t is not None else ctx.drain_start_ms
     fault_times = [e["t_ms"] for e in ix.by_kind["crash"]] + [e["t_ms"] for e in ix.by_kind["restart"]] + [
         e["t_ms"] for e in ix.by_kind["fault"] if e.get("action") != "fail"]
-    settled = max([drain, *[t + SETTLE_AFTER_FAULT_MS for t in fault_times]])
-    per_level: dict[str, int] = {}
+    return max([drain, *[t + SETTLE_AFTER_FAULT_MS for t in fault_times]])
+
+
+def check_bounded_lateness(ix: _Index, ctx: RunContext) -> dict:
+    """In the drain, a message due well after the last fault is delivered within one poll of its due time.
+
+    Lateness is ``model.stats.delivery_lateness`` (the one definition, also in summary.json's stats): on the
+    simulator's monotonic clock from the scheduled copy's due time, so a broker clock that jumps (and a
+    scheduler that does not correct for it) shows up as lateness."""
+    violations = []
+    checked = 0
+    settled = _settled_ms(ix, ctx)
     schedule_stores: dict[str, list[dict]] = defaultdict(list)
     for e in ix.by_kind["store"]:
-        if e["topic"] in ("SCHEDULE_TOPIC_XXXX", "rmq_sys_wheel_timer"):
+        if is_schedule_store(e):
             schedule_stores[e["msg_id"]].append(e)
     delivered: set[tuple[str, object]] = set()
-    for d in ix.by_kind["deliver"]:
-        stores = [s for s in schedule_stores.get(d["msg_id"], []) if s["seq"] < d["seq"]]
-        if not stores:
-            continue
-        store = stores[-1]
-        if d["level"] == "timer":
-            due_mono = store["t_ms"] + max(0, d["due_ms"] - store["broker_ms"])
-            bound = ctx.timer_precision_ms + POLL_SLACK_MS
-        else:
-            due_mono = store["t_ms"] + ctx.level_delay_ms(d["level"])
-            bound = POLL_SLACK_MS
-        delivered.add((d["msg_id"], d["level"]))
-        if due_mono < settled:
+    for r in delivery_lateness(ix.events):
+        bound = ctx.timer_precision_ms + POLL_SLACK_MS if r.level == "timer" else POLL_SLACK_MS
+        delivered.add((r.msg_id, r.level))
+        if r.due_mono_ms < settled:
             continue
         checked += 1
-        late = d["t_ms"] - due_mono
-        key = str(d["level"])
-        per_level[key] = max(per_level.get(key, late), late)
-        if late > bound:
-            violations.append({"msg_id": d["msg_id"], "events": ix.quote(d["msg_id"]),
-                               "explanation": f"due at t={due_mono} ms in the drain but delivered {late} ms late "
-                                              f"(bound {bound} ms from the polling intervals)"})
+        if r.lateness_ms > bound:
+            violations.append({"msg_id": r.msg_id, "events": ix.quote(r.msg_id),
+                               "explanation": f"due at t={r.due_mono_ms} ms in the drain but delivered "
+                                              f"{r.lateness_ms} ms late (bound {bound} ms from the polling intervals)"})
     # Liveness: a message due in the settled drain that never came back at all.
     for msg_id, stores in schedule_stores.items():
         last = stores[-1]
@@ -438,9 +489,7 @@ def check_bounded_lateness(ix: _Index, ctx: RunContext) -> dict:
             checked += 1
             violations.append({"msg_id": msg_id, "events": ix.quote(msg_id),
                                "explanation": f"due at t={due_mono} ms in the drain but never delivered"})
-    verdict = _verdict(checked, violations)
-    verdict["max_lateness_ms_by_level"] = dict(sorted(per_level.items(), key=lambda kv: str(kv[0])))
-    return verdict
+    return _verdict(checked, violations)
 
 
 # --- duplicates ----------------------------------------------------------------------------------------------
@@ -507,6 +556,166 @@ CHECKS = {
 }
 
 
+# --- vacuity: what each invariant should have checked ---------------------------------------------------------
+def _unknown_groups(ix: _Index, ctx: RunContext) -> str | None:
+    known = {g.group for g in ctx.groups}
+    unknown = sorted({e["group"] for kind in ("consume", "send_back", "dlq") for e in ix.by_kind[kind]} - known)
+    if unknown:
+        return f"group(s) {', '.join(unknown)} consumed messages but no consumer_start says how they subscribe"
+    return None
+
+
+def _due_copies(ix: _Index, ctx: RunContext, since_ms: int = -1) -> list[dict]:
+    """Scheduled copies (delay level, retry, timer) due at or after ``since_ms`` and before the end of the drain
+    by more than the polling bound: each should have been delivered."""
+    not_due = ix.pending(ctx)
+    out = []
+    for e in ix.by_kind["store"]:
+        due = due_mono_of_store(e) if is_schedule_store(e) else None
+        if due is not None and due >= since_ms and e["msg_id"] not in not_due:
+            out.append(e)
+    return out
+
+
+def _vacuous_no_loss(ix: _Index, ctx: RunContext, verdict: dict) -> str | None:
+    """Should check every SEND_OK message for every group whose subscription (topic and tags, from the history)
+    takes it. Vacuous when a group consumed a SEND_OK message it was not checked for (its subscription or the
+    message's tags misread), or when nothing was checked although messages were sent to a topic a group consumes
+    (all pending counts as nothing checked: the run could not tell a loss)."""
+    reason = _unknown_groups(ix, ctx)
+    if reason:
+        return reason
+    sends = {e["msg_id"]: e for e in ix.sent_ok}
+    groups = defaultdict(list)
+    for g in ctx.groups:
+        groups[g.group].append(g)
+    for c in ix.by_kind["consume"]:
+        send = sends.get(c["msg_id"])
+        if c["status"] == CONSUME_SUCCESS and send is not None and not any(
+                _subscribed(g, send) for g in groups[c["group"]]):
+            return f"{c['group']} consumed {c['msg_id']} (tags {send.get('tags')!r}) but its subscription was read " \
+                   f"as not taking it"
+    topics = {g.topic for g in ctx.groups}
+    on_consumed_topics = sum(1 for e in ix.sent_ok if e["topic"] in topics)
+    if verdict["checked"] == 0 and on_consumed_topics:
+        return f"nothing checked although {on_consumed_topics} message(s) were sent with SEND_OK to topics with consumers"
+    return None
+
+
+def _vacuous_at_least_once(ix: _Index, ctx: RunContext, verdict: dict) -> str | None:
+    """Should check every failed consume attempt of a clustering group (and every success its consumer crashed
+    before committing). Vacuous when nothing was checked although a non-broadcasting group failed an attempt."""
+    reason = _unknown_groups(ix, ctx)
+    if reason:
+        return reason
+    broadcast = {g.group for g in ctx.groups if g.model == "BROADCASTING"}
+    failed = [e for e in ix.by_kind["consume"] if e["status"] != CONSUME_SUCCESS and e["group"] not in broadcast]
+    if verdict["checked"] == 0 and failed:
+        return f"nothing checked although {len(failed)} consume attempt(s) failed"
+    return None
+
+
+def _vacuous_no_early_delivery(ix: _Index, ctx: RunContext, verdict: dict) -> str | None:
+    """Should check every delivery of a scheduled copy. Vacuous when there was none although some scheduled copy
+    was due before the end of the drain (not pending)."""
+    due = _due_copies(ix, ctx)
+    if verdict["checked"] == 0 and due:
+        return f"no delivery checked although {len(due)} scheduled cop(ies) were due before the end"
+    return None
+
+
+def _vacuous_per_level_order(ix: _Index, ctx: RunContext, verdict: dict) -> str | None:
+    """Should check every first delivery from a delay level's queue. Vacuous when none was checked although
+    delay-level copies were delivered or due before the end of the drain."""
+    level_deliveries = [d for d in ix.by_kind["deliver"] if d["level"] != "timer"]
+    due = [e for e in _due_copies(ix, ctx) if e["topic"] != "rmq_sys_wheel_timer"]
+    if verdict["checked"] == 0 and (level_deliveries or due):
+        return (f"nothing checked although {len(level_deliveries)} delay-level deliveries happened and "
+                f"{len(due)} delay-level cop(ies) were due")
+    return None
+
+
+def _vacuous_dlq_after_max_retries(ix: _Index, ctx: RunContext, verdict: dict) -> str | None:
+    """Should check every (message, clustering group) with a consume or a DLQ copy. Vacuous when nothing was
+    checked although a non-broadcasting group consumed or dead-lettered something."""
+    reason = _unknown_groups(ix, ctx)
+    if reason:
+        return reason
+    broadcast = {g.group for g in ctx.groups if g.model == "BROADCASTING"}
+    seen = [e for kind in ("consume", "dlq") for e in ix.by_kind[kind] if e["group"] not in broadcast]
+    if verdict["checked"] == 0 and seen:
+        return f"nothing checked although {len(seen)} consume or DLQ event(s) of clustering groups exist"
+    return None
+
+
+def _vacuous_retry_schedule(ix: _Index, ctx: RunContext, verdict: dict) -> str | None:
+    """Should check the first consume of every retry copy (reconsume_times k >= 1) after its successful
+    send-back, unless a backwards clock step lies in between. Vacuous when nothing was checked although some
+    message was sent back successfully and later consumed as the next retry, with no backwards clock step."""
+    if verdict["checked"] or any(e.get("by_ms", 0) < 0 for e in ix.clock_steps):
+        return None
+    for msg_id, events in ix.by_msg.items():
+        backs = {(b["group"], b["reconsume_times"] + 1) for b in events if b["kind"] == "send_back"
+                 and b["result"] == "ok"}
+        retried = [c for c in events if c["kind"] == "consume" and (c["group"], c["reconsume_times"]) in backs]
+        if retried:
+            return f"nothing checked although {msg_id} was sent back and consumed again as a retry"
+    return None
+
+
+def _vacuous_bounded_lateness(ix: _Index, ctx: RunContext, verdict: dict) -> str | None:
+    """Should check every scheduled copy due in the settled drain (after the last fault's settling time) and
+    before its end. Vacuous when nothing was checked although such copies exist."""
+    due = [e for e in _due_copies(ix, ctx, since_ms=_settled_ms(ix, ctx))]
+    if verdict["checked"] == 0 and due:
+        return f"nothing checked although {len(due)} scheduled cop(ies) were due in the settled drain"
+    return None
+
+
+def _vacuous_duplicates(ix: _Index, ctx: RunContext, verdict: dict) -> str | None:
+    """Should check every successful consume and every delivery. Vacuous when nothing was checked although
+    messages were sent with SEND_OK to a topic a group consumes."""
+    topics = {g.topic for g in ctx.groups}
+    if verdict["checked"] == 0 and any(e["topic"] in topics for e in ix.sent_ok):
+        return "nothing checked although messages were sent to topics with consumers"
+    return None
+
+
+# name -> rule(ix, ctx, verdict) -> the reason it is vacuous, or None; an invariant without a rule is never vacuous
+VACUITY = {
+    "no_loss": _vacuous_no_loss,
+    "at_least_once_redelivery": _vacuous_at_least_once,
+    "no_early_delivery": _vacuous_no_early_delivery,
+    "per_level_order": _vacuous_per_level_order,
+    "dlq_after_max_retries": _vacuous_dlq_after_max_retries,
+    "retry_schedule": _vacuous_retry_schedule,
+    "bounded_lateness": _vacuous_bounded_lateness,
+    "duplicates": _vacuous_duplicates,
+}
+
+
 def check_events(events: list[dict], ctx: RunContext, only: list[str] | None = None) -> dict:
+    """Every invariant (or those in ``only``), each verdict with ``vacuous`` (and ``vacuous_reason``) set."""
     ix = _Index(events)
-    return {name: fn(ix, ctx) for name, fn in CHECKS.items() if only is None or name in only}
+    out = {}
+    for name, fn in CHECKS.items():
+        if only is not None and name not in only:
+            continue
+        verdict = fn(ix, ctx)
+        rule = VACUITY.get(name)
+        reason = rule(ix, ctx, verdict) if rule is not None else None
+        verdict["vacuous"] = reason is not None
+        if reason is not None:
+            verdict["vacuous_reason"] = reason
+        out[name] = verdict
+    return out
+
+
+def overall_verdict(invariants: dict) -> str:
+    """``violated`` if any invariant fails, else ``vacuous`` if any checked nothing it should have (or none was
+    checked at all), else ``holds``."""
+    if any(not v["holds"] for v in invariants.values()):
+        return "violated"
+    if not invariants or any(v.get("vacuous") for v in invariants.values()):
+        return "vacuous"
+    return "holds"

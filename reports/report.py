@@ -113,7 +113,8 @@ def run_sections(run_dir: str, plot_dir: str, level: int = 2, prefix: str = "") 
               "ticks at the top are injected put failures. Time is virtual (the simulation's clock).")
     head.plot(lateness, f"lateness of {name}",
               "<b>Delivery lateness per level.</b> For every scheduled delivery (delay level, retry or timer): the "
-              "broker's clock when the message was put back into its topic minus its due time, in milliseconds. "
+              "time the message was put back into its topic minus its due time (the scheduled copy's store time plus "
+              "its delay), in milliseconds of the simulator's clock, as in summary.json and bounded_lateness. "
               "Without faults RocketMQ polls each level every 100 ms, so lateness stays within about 100 ms; a crash "
               "before the delay offsets are flushed, a put failure or a clock step shows as outliers.")
     return [head], violated

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import random
-from collections import defaultdict
 from dataclasses import dataclass, field
 
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
+
+from model.stats import lateness_by_label
 
 from .style import BLUE, BROWN, GREEN, GREY, ORANGE, PURPLE, RED, SKY, figure, note, save, time_unit
 
@@ -221,13 +222,9 @@ def plot_timeline(events: list[dict], summary: dict, path: str, limit: int = MAX
 
 
 def lateness_by_level(events: list[dict]) -> dict[str, list[tuple[int, bool]]]:
-    """Level label -> [(broker_ms - due_ms, is a retry)] for every scheduled delivery."""
-    out: dict[str, list[tuple[int, bool]]] = defaultdict(list)
-    for e in events:
-        if e["kind"] == "deliver" and e.get("broker_ms") is not None and e.get("due_ms") is not None:
-            label = "timer" if e.get("level") == "timer" else f"L{e['level']}"
-            out[label].append((e["broker_ms"] - e["due_ms"], e.get("topic", "").startswith(RETRY_PREFIX)))
-    return out
+    """Level label -> [(lateness ms, is a retry)] for every scheduled delivery (``model.stats.delivery_lateness``:
+    the same numbers as summary.json's stats and the bounded_lateness invariant)."""
+    return {label: [(r.lateness_ms, r.retry) for r in records] for label, records in lateness_by_label(events).items()}
 
 
 def _level_order(label: str) -> tuple[int, int]:
@@ -235,7 +232,7 @@ def _level_order(label: str) -> tuple[int, int]:
 
 
 def plot_lateness(events: list[dict], summary: dict, path: str) -> str:
-    """Delivery lateness (broker clock at delivery minus due time, ms) per delay level: box + points."""
+    """Delivery lateness (ms from the due time to the delivery, ``model.stats``) per delay level: box + points."""
     data = lateness_by_level(events)
     fig = figure(12, 4.6)
     ax = fig.add_subplot()
@@ -277,6 +274,6 @@ def plot_lateness(events: list[dict], summary: dict, path: str) -> str:
     steps = [e for e in events if e["kind"] == "fault" and e.get("site") == "clock"]
     if steps:
         moved = ", ".join(f"{e.get('by_ms', 0) / 1000:+g} s at t={e['t_ms'] / 1000:g} s" for e in steps[:3])
-        ax.set_title(f"{title}\nthe broker clock stepped ({moved}): lateness is measured on the broker clock",
-                     loc="left")
+        ax.set_title(f"{title}\nthe broker clock stepped ({moved}): lateness is measured on the simulator's clock, "
+                     f"so a step shows", loc="left")
     return save(fig, path)

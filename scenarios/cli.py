@@ -86,8 +86,9 @@ def _print_run(summary: dict, out_dir: str | None) -> None:
           f"duplicates {st['duplicates']}, dlq {st['dlq']}, crashes {st['crashes']}, faults {st['faults']}, "
           f"delivery lateness p50/p99/max {late['p50']}/{late['p99']}/{late['max']} ms")
     for name, verdict in summary["invariants"].items():
-        mark = "ok  " if verdict["holds"] else "FAIL"
-        print(f"  {mark} {name} ({verdict['checked']} checked)")
+        mark = ("VAC " if verdict.get("vacuous") else "ok  ") if verdict["holds"] else "FAIL"
+        extra = f": vacuous, {verdict.get('vacuous_reason')}" if verdict.get("vacuous") else ""
+        print(f"  {mark} {name} ({verdict['checked']} checked{extra})")
         for violation in verdict["violations"][:3]:
             print(f"       {violation['msg_id']}: {violation['explanation']}")
     print(f"  history sha256 {summary['history_sha256']}")
@@ -98,7 +99,10 @@ def _print_run(summary: dict, out_dir: str | None) -> None:
 
 
 def _verdict_exit(summary: dict) -> int:
-    return EXIT_VIOLATION if any(not v["holds"] for v in summary["invariants"].values()) else EXIT_OK
+    """1 unless every invariant holds and none is vacuous (summary.json's "verdict")."""
+    if any(not v["holds"] for v in summary["invariants"].values()):
+        return EXIT_VIOLATION
+    return EXIT_OK if summary.get("verdict", "holds") == "holds" else EXIT_VIOLATION
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -208,6 +212,9 @@ def _cmd_gate(args: argparse.Namespace) -> int:
         return EXIT_OK
     if failing.error is not None:
         print(f"  FAIL {failing.scenario} seed {failing.seed}: the simulator raised {failing.error.splitlines()[0]}")
+    elif not failing.failed:
+        print(f"  FAIL {failing.scenario} seed {failing.seed}: {', '.join(failing.vacuous)} vacuous "
+              f"({failing.violation['explanation']})")
     else:
         v = failing.violation
         print(f"  FAIL {failing.scenario} seed {failing.seed}: {', '.join(failing.failed)} violated")

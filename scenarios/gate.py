@@ -47,10 +47,11 @@ class GateRun:
     violation: dict | None = None  # the first violation: {"invariant", "msg_id", "explanation"}
     repro: str = ""
     error: str | None = None  # the simulator raised (a bug too)
+    vacuous: list[str] = field(default_factory=list)  # invariants that checked nothing they should have
 
     @property
     def ok(self) -> bool:
-        return not self.failed and self.error is None
+        return not self.failed and not self.vacuous and self.error is None
 
 
 @dataclass
@@ -133,11 +134,15 @@ def run_gate(*, runs: int | None = None, budget_s: float | None = None, seed_bas
             if failed:
                 first = summary["invariants"][failed[0]]["violations"][0]
                 violation = {"invariant": failed[0], "msg_id": first["msg_id"], "explanation": first["explanation"]}
-            done.append(GateRun(name, seed, summary["wall_s"], failed, violation, summary["repro"]))
+            vacuous = [k for k, v in summary["invariants"].items() if v.get("vacuous")]
+            if not failed and vacuous:
+                violation = {"invariant": vacuous[0], "msg_id": None,
+                             "explanation": "vacuous: " + summary["invariants"][vacuous[0]].get("vacuous_reason", "")}
+            done.append(GateRun(name, seed, summary["wall_s"], failed, violation, summary["repro"], vacuous=vacuous))
             if bar is not None:
                 bar.update(1)
             i += 1
-            if failed:
+            if failed or vacuous:
                 stopped_by = "violation"
                 failing_result = result
                 break
@@ -149,6 +154,7 @@ def run_gate(*, runs: int | None = None, budget_s: float | None = None, seed_bas
     if failing is not None and failing_result is not None:
         gate.run_dir = os.path.join(out_dir, f"{failing.scenario}-seed{failing.seed}")
         write_run(gate.run_dir, failing_result.history, failing_result.summary, failing_result.world)
+    if failing is not None and failing_result is not None and failing.failed:  # a vacuous run has nothing to shrink
         try:
             from sim.shrink import shrink, write_shrunk
 
@@ -165,7 +171,7 @@ def run_gate(*, runs: int | None = None, budget_s: float | None = None, seed_bas
 def junit_xml(gate: GateResult) -> str:
     """JUnit XML: one ``testsuite`` "rmqsim-gate", one ``testcase`` per run; a violation is a ``failure``
     (message: the invariant and its sentence; text: the replay command and the shrunk reproduction)."""
-    failures = sum(1 for r in gate.runs if r.failed and r.error is None)
+    failures = sum(1 for r in gate.runs if (r.failed or r.vacuous) and r.error is None)
     errors = sum(1 for r in gate.runs if r.error is not None)
     suite = ET.Element("testsuite", name="rmqsim-gate", tests=str(len(gate.runs)), failures=str(failures),
                        errors=str(errors), skipped="0", time=f"{sum(r.wall_s for r in gate.runs):.3f}")
@@ -186,6 +192,10 @@ def junit_xml(gate: GateResult) -> str:
             if gate.shrink is not None and gate.failing is r:
                 text.append(f"shrunk reproduction: {gate.shrink.replay_command()}")
             el.text = "\n".join(text) + "\n"
+        elif r.vacuous:
+            message = f"vacuous verdict: {', '.join(r.vacuous)} checked nothing they should have"
+            el = ET.SubElement(case, "failure", message=message, type="VacuousVerdict")
+            el.text = f"{message}\n{(r.violation or {}).get('explanation', '')}\nreplay: {r.repro}\n"
     ET.indent(suite)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
 

@@ -7,11 +7,13 @@ The loader validates a plain dict, so sweeps can apply overrides (``broker.era =
 from __future__ import annotations
 
 import copy
+import dataclasses
 import difflib
+import sys
 import tomllib
 from dataclasses import dataclass, field
 
-from .units import parse_duration_ms, parse_rate_per_s
+from .units import format_duration_ms, parse_duration_ms, parse_rate_per_s
 
 
 class ScenarioError(ValueError):
@@ -122,6 +124,7 @@ class Scenario:
     network: NetworkSpec = field(default_factory=NetworkSpec)
     source: str = ""
     doc: dict | None = field(default=None, compare=False, repr=False)  # the validated raw document (replay)
+    notes: tuple[str, ...] = field(default=(), compare=False, repr=False)  # one-line warnings of the loader
 
 
 # --- validation ----------------------------------------------------------------------------------
@@ -363,8 +366,41 @@ def scenario_from_dict(doc: dict, source: str = "<scenario>") -> Scenario:
     producers = tuple(ProducerSpec(**f) for f in arrays["producer"])
     consumers = tuple(ConsumerSpec(**f) for f in arrays["consumer"])
     _check_references(source, topics, producers, consumers)
-    return Scenario(broker=broker, topics=topics, producers=producers, consumers=consumers, faults=faults,
-                    network=network, source=source, doc=copy.deepcopy(doc), **top)
+    scenario = Scenario(broker=broker, topics=topics, producers=producers, consumers=consumers, faults=faults,
+                        network=network, source=source, doc=copy.deepcopy(doc), **top)
+    return dataclasses.replace(scenario, notes=_delay_notes(source, scenario))
+
+
+def _delay_notes(source: str, sc: Scenario) -> tuple[str, ...]:
+    """Delay levels above the table are clamped to its last level, as the broker does (SendMessageProcessor /
+    the producer fallback: ``Math.min(level, maxDelayLevel)``); and a drain shorter than the longest delay the
+    scenario configures (a producer's level or timer, then the retry ladder of ``fail_first``) leaves messages
+    due after the end: they are reported as pending in the stats, not checked by no_loss."""
+    from store.delay_level import parse_delay_level
+
+    table = parse_delay_level(sc.broker.message_delay_level)
+    top = max(table)
+    notes = []
+    longest, why = 0, ""
+    for i, p in enumerate(sc.producers):
+        raw = (sc.doc or {}).get("producer", [])
+        key = "delay_level" if i < len(raw) and "delay_level" in raw[i] else "delay_levels"
+        above = sorted({lv for lv in p.delay_levels if lv > top})
+        if above:
+            notes.append(f"{source}: key 'producer[{i}].{key}' names level(s) {above} but message_delay_level has "
+                         f"{top} levels: the broker clamps them to level {top} ({format_duration_ms(table[top])})")
+        delay = max([table[min(lv, top)] for lv in p.delay_levels] + [p.timer_delay_ms or 0])
+        ladders = [sum(table[min(3 + k, top)] for k in range(min(c.fail_first, 16 if c.max_reconsume_times == -1
+                                                                   else c.max_reconsume_times)))
+                   for c in sc.consumers if c.topic == p.topic]
+        total = delay + max(ladders, default=0)
+        if total > longest:
+            longest, why = total, f"producer[{i}]: {format_duration_ms(delay)} delay" + (
+                f" + {format_duration_ms(total - delay)} of retries" if total > delay else "")
+    if longest > sc.drain_ms:
+        notes.append(f"{source}: drain ({format_duration_ms(sc.drain_ms)}) is shorter than the longest delay "
+                     f"({format_duration_ms(longest)}, {why}): messages due after the drain are reported as pending")
+    return tuple(notes)
 
 
 def _check_references(source, topics, producers, consumers) -> None:
@@ -395,7 +431,10 @@ def load_scenario_text(text: str, source: str, overrides: dict | None = None) ->
         raise ScenarioError(f"{source}: not valid TOML: {error}") from None
     if overrides:
         doc = apply_overrides(doc, overrides, source)
-    return scenario_from_dict(doc, source)
+    scenario = scenario_from_dict(doc, source)
+    for note in scenario.notes:
+        print(f"warning: {note}", file=sys.stderr)
+    return scenario
 
 
 def load_scenario_file(path: str, overrides: dict | None = None) -> Scenario:

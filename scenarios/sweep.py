@@ -49,6 +49,8 @@ import tomllib
 import traceback
 from dataclasses import dataclass, field
 
+from model.stats import percentile, time_to_dlq_ms
+
 from .catalogue import resolve_scenario
 from .scenario import ScenarioError, apply_overrides, scenario_from_dict
 
@@ -408,25 +410,6 @@ def describe_error(error: BaseException) -> str:
     return f"{type(error).__name__}: {text}{where}"[:500]
 
 
-def time_to_dlq_ms(events) -> list[int]:
-    """For each DLQ event: its time minus the first send of the same message (virtual ms)."""
-    first_send = {}
-    out = []
-    for e in events:
-        if e["kind"] == "send" and e["msg_id"] not in first_send:
-            first_send[e["msg_id"]] = e["t_ms"]
-        elif e["kind"] == "dlq" and e["msg_id"] in first_send:
-            out.append(e["t_ms"] - first_send[e["msg_id"]])
-    return out
-
-
-def _quantile(values: list[int], q: float):
-    if not values:
-        return None
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
-
-
 def run_task(task: dict, check=None) -> dict:
     """Run one (parameters, seed); never raises: an exception becomes the row's ``error``."""
     start = time.perf_counter()  # wall-clock ok: measured, never part of a history
@@ -452,7 +435,7 @@ def run_task(task: dict, check=None) -> dict:
                 break
         stats = summary["stats"]
         late = stats.get("lateness_ms", {})
-        dlq_times = time_to_dlq_ms(result.history.events)
+        dlq_times = time_to_dlq_ms(result.history.events)  # the same definition as summary.json's stats
         row.update({
             "era": summary["era"], "mutants": "+".join(summary["mutants"]), "virtual_ms": summary["virtual_ms"],
             "events": summary["events"], "history_sha256": summary["history_sha256"],
@@ -465,7 +448,7 @@ def run_task(task: dict, check=None) -> dict:
             "delivered_from_schedule": stats.get("delivered_from_schedule"),
             "lateness_p50_ms": late.get("p50"), "lateness_p99_ms": late.get("p99"), "lateness_max_ms": late.get("max"),
             "time_to_dlq_ms": dlq_times[:MAX_DLQ_SAMPLES],
-            "time_to_dlq_p50_ms": _quantile(dlq_times, 0.5), "time_to_dlq_max_ms": max(dlq_times) if dlq_times else None,
+            "time_to_dlq_p50_ms": percentile(dlq_times, 0.5), "time_to_dlq_max_ms": max(dlq_times) if dlq_times else None,
         })
     except (Exception, SystemExit) as error:  # a run that raises is a row, never a failed sweep
         row["error"] = describe_error(error)

@@ -5,6 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 
+from model.history import check_fields, validate_event
+
+STRICT = False  # the tests set it: every event's value types are checked too (model.history.validate_event)
+
 
 class History:
     def __init__(self, start_mono_ms: int = 0) -> None:
@@ -13,7 +17,10 @@ class History:
         self.start_mono_ms = start_mono_ms
 
     def record(self, t_ms: int, kind: str, **fields) -> dict:
+        check_fields(kind, fields)
         event = {"seq": self._seq, "t_ms": t_ms - self.start_mono_ms, "kind": kind, **fields}
+        if STRICT:
+            validate_event(event)
         self._seq += 1
         self.events.append(event)
         return event

@@ -9,10 +9,12 @@ import tempfile
 import time
 from dataclasses import dataclass
 
+from model.invariants import overall_verdict
 from scenarios.scenario import Scenario
 from store.disk import MemoryDisk, OsDisk
 from store.mutants import validate
 
+from .checking import check_run
 from .history import History
 from .stats import run_stats
 from .world import World
@@ -43,7 +45,10 @@ def repro_command(scenario_arg: str, seed: int, era: str | None, mutants, disk: 
 def run_scenario(scenario: Scenario, seed: int | None = None, *, era: str | None = None, mutants=(),
                  disk: str = "memory", out_dir: str | None = None, faithful_polling: bool = False,
                  progress=None, scenario_arg: str | None = None, check=None) -> RunResult:
-    """Run ``scenario`` deterministically; ``check(history, world) -> dict`` gives the invariant verdicts."""
+    """Run ``scenario`` deterministically; ``check(history, world) -> dict`` gives the invariant verdicts.
+
+    Every invariant is checked unless told otherwise: ``check=None`` is ``sim.checking.check_run``; only
+    ``check=False`` skips checking (the summary's verdict is then "unchecked", never "holds")."""
     seed = scenario.seed if seed is None else seed
     mutant_set = validate(mutants)
     tmp_root = None
@@ -58,7 +63,9 @@ def run_scenario(scenario: Scenario, seed: int | None = None, *, era: str | None
     world.finish()
     wall_s = time.perf_counter() - wall_start  # wall-clock ok
     history = world.history
-    invariants = check(history, world) if check is not None else {}
+    if check is None:
+        check = check_run
+    invariants = check(history, world) if check is not False else {}
     summary = {
         "scenario": scenario.name,
         "seed": seed,
@@ -69,6 +76,7 @@ def run_scenario(scenario: Scenario, seed: int | None = None, *, era: str | None
         "events": len(history.events),
         "history_sha256": history.sha256(),
         "invariants": invariants,
+        "verdict": overall_verdict(invariants) if check is not False else "unchecked",
         "stats": run_stats(history, world),
         "repro": repro_command(scenario_arg or scenario.source or scenario.name, seed, era, mutant_set, disk),
         "scenario_doc": scenario.doc,

@@ -1,61 +1,16 @@
-"""Statistics of a run, computed from its history alone."""
+"""Statistics of a run, computed from its history alone (the definitions live in ``model/stats.py``)."""
 
 from __future__ import annotations
 
+from model.stats import percentile
+from model.stats import run_stats as stats_of_events
 
-def percentile(values: list[int], q: float) -> int | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
-    return ordered[index]
+__all__ = ["percentile", "run_stats"]
 
 
 def run_stats(history, world=None) -> dict:
-    broadcast = set()
-    if world is not None:
-        broadcast = {c.group for c in world.scenario.consumers if c.model == "BROADCASTING"}
-    sent = consumed = failed_attempts = duplicates = 0
-    seen: set[tuple[str, str]] = set()
-    dlq = 0
-    lateness: list[int] = []
-    lateness_by_level: dict[int, list[int]] = {}
-    crashes = faults = 0
-    for e in history.events:
-        kind = e["kind"]
-        if kind == "send":
-            sent += e["status"] == "SEND_OK"
-        elif kind == "consume":
-            if e["status"] == "CONSUME_SUCCESS":
-                group = e["group"] + "/" + e["client_id"] if e["group"] in broadcast else e["group"]
-                key = (group, e["msg_id"])
-                if key in seen:
-                    duplicates += 1
-                else:
-                    seen.add(key)
-                consumed += 1
-            else:
-                failed_attempts += 1
-        elif kind == "dlq":
-            dlq += 1
-        elif kind == "deliver":
-            late = e["broker_ms"] - e["due_ms"]
-            lateness.append(late)
-            lateness_by_level.setdefault(e["level"], []).append(late)
-        elif kind == "crash":
-            crashes += 1
-        elif kind == "fault":
-            faults += 1
-    return {
-        "sent": sent,
-        "consumed": consumed,
-        "failed_attempts": failed_attempts,
-        "duplicates": duplicates,
-        "dlq": dlq,
-        "delivered_from_schedule": len(lateness),
-        "lateness_ms": {"p50": percentile(lateness, 0.5), "p99": percentile(lateness, 0.99),
-                        "max": max(lateness) if lateness else None},
-        "lateness_max_ms_by_level": {str(k): max(v) for k, v in sorted(lateness_by_level.items())},
-        "crashes": crashes,
-        "faults": faults,
-    }
+    events = history.events if hasattr(history, "events") else history
+    if world is None:
+        return stats_of_events(events)
+    return stats_of_events(events, end_ms=world.end_mono_ms - world.start_mono_ms,
+                           timer_precision_ms=world.store_config.timer_precision_ms)

@@ -69,6 +69,7 @@ class ProducerActor:
         self.world.record(
             "send", msg_id=msg_id, topic=spec.topic, queue_id=queue_id, delay_level=level,
             timer_delay_ms=spec.timer_delay_ms, deliver_ms=self.world.due_of.pop(msg_id, None), status=status,
+            tags=msg.properties.get(PROPERTY_TAGS),
         )
 
 

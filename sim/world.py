@@ -166,13 +166,15 @@ class World:
         a = result.append
         timer_out = msg.properties.get(PROPERTY_TIMER_OUT_MS) if a.topic == TIMER_TOPIC else None
         extra = {} if timer_out is None else {"timer_out_ms": int(timer_out)}  # its wheel slot
+        if a.topic == "SCHEDULE_TOPIC_XXXX":
+            level = int(msg.properties.get(PROPERTY_DELAY_TIME_LEVEL, "0"))
+            due = a.store_timestamp + self.broker.schedule_message_service.delay_level_table_ms.get(level, 1000)
+            extra["due_ms"] = due  # what pending and vacuity are judged by (model/stats.py)
         self.record("store", msg_id=msg.uniq_key, topic=a.topic, queue_id=a.queue_id, queue_offset=a.logics_offset,
                     phy_offset=a.wrote_offset, size=a.wrote_bytes, reconsume_times=msg.reconsume_times,
                     broker_ms=a.store_timestamp, **extra)
         if a.topic == "SCHEDULE_TOPIC_XXXX":
-            level = int(msg.properties.get(PROPERTY_DELAY_TIME_LEVEL, "0"))
-            due = a.store_timestamp + self.broker.schedule_message_service.delay_level_table_ms.get(level, 1000)
-            self.due_of[msg.uniq_key] = due
+            self.due_of[msg.uniq_key] = extra["due_ms"]
         elif timer_out is not None:
             self.due_of[msg.uniq_key] = int(timer_out)
         elif a.topic.startswith(DLQ_PREFIX):
@@ -392,6 +394,9 @@ class World:
         except MQClientException as error:
             self.record("restart", target=owner, ok=False, error=str(error))
             return
+        self.record("consumer_start", group=spec.group, client_id=consumer.client_id, topic=spec.topic,
+                    subscription=spec.subscription, model=spec.model,
+                    max_reconsume_times=consumer.get_max_reconsume_times())
         self.scheduler.add_owner(owner, [*consumer.services, executor], rank)
 
     def _client_event(self, owner: str, kind: str, fields: dict) -> None:

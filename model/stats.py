@@ -1,0 +1,191 @@
+"""Statistics of a run, from its history alone: the one place that defines them (summary.json, sweep rows, reports).
+
+Delivery lateness is measured one way everywhere: on the simulator's monotonic clock, from the due time
+of the scheduled copy (its store time plus the delay it was given, ``due_ms - broker_ms`` of its store
+event, or of the delivery for the timer) to the delivery back to the real topic. Without clock steps this
+is the broker clock's ``broker_ms - due_ms`` of the delivery; a broker clock that jumps (and a scheduler that
+does not correct for it) shows up as lateness, which the broker clock alone would hide.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+TIMER_TOPIC = "rmq_sys_wheel_timer"
+RETRY_PREFIX = "%RETRY%"
+CONSUME_SUCCESS = "CONSUME_SUCCESS"
+POLL_SLACK_MS = 100 + 10 + 1  # a level's 100 ms poll, the async handler's 10 ms, one reput round
+CONSUME_SLACK_MS = 1000  # from the real topic to a consumer: dispatch, a held pull woken, the network, a consume
+
+
+def percentile(values: list[int], q: float) -> int | None:
+    """Nearest-rank percentile (``q`` in [0, 1]); None for no values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def is_schedule_store(e: dict) -> bool:
+    return e["kind"] == "store" and e["topic"] in (SCHEDULE_TOPIC, TIMER_TOPIC)
+
+
+def due_mono_of_store(store: dict) -> int | None:
+    """The monotonic due time of a scheduled copy, from its store event alone (None when not scheduled)."""
+    if store["topic"] == SCHEDULE_TOPIC and "due_ms" in store:
+        return store["t_ms"] + max(0, store["due_ms"] - store["broker_ms"])
+    if store["topic"] == TIMER_TOPIC and "timer_out_ms" in store:
+        return store["t_ms"] + max(0, store["timer_out_ms"] - store["broker_ms"])
+    return None
+
+
+@dataclass(frozen=True)
+class Lateness:
+    msg_id: str
+    level: int | str  # a delay level or "timer"
+    t_ms: int  # the delivery
+    due_mono_ms: int
+    lateness_ms: int
+    retry: bool  # the delivery of a retry (to %RETRY%group)
+
+    @property
+    def label(self) -> str:
+        return "timer" if self.level == "timer" else f"L{self.level}"
+
+
+def delivery_lateness(events: list[dict]) -> list[Lateness]:
+    """One record per delivery of a scheduled copy whose store event the history holds, in history order."""
+    last_store: dict[str, dict] = {}
+    out = []
+    for e in events:
+        if is_schedule_store(e):
+            last_store[e["msg_id"]] = e
+        elif e["kind"] == "deliver":
+            store = last_store.get(e["msg_id"])
+            if store is None:
+                continue
+            due_mono = store["t_ms"] + max(0, e["due_ms"] - store["broker_ms"])
+            out.append(Lateness(e["msg_id"], e["level"], e["t_ms"], due_mono, e["t_ms"] - due_mono,
+                                e["topic"].startswith(RETRY_PREFIX)))
+    return out
+
+
+def lateness_summary(records: list[Lateness]) -> dict:
+    values = [r.lateness_ms for r in records]
+    return {"p50": percentile(values, 0.5), "p99": percentile(values, 0.99), "max": max(values) if values else None}
+
+
+def max_lateness_by_level(records: list[Lateness]) -> dict[str, int]:
+    """Level (as a string, "timer" for the wheel) -> the largest lateness, levels in numeric order."""
+    per: dict[str, int] = {}
+    for r in records:
+        key = str(r.level)
+        per[key] = max(per.get(key, r.lateness_ms), r.lateness_ms)
+    return dict(sorted(per.items(), key=lambda kv: (not kv[0].isdigit(), int(kv[0]) if kv[0].isdigit() else 0)))
+
+
+def broadcast_groups(events: list[dict]) -> set[str]:
+    return {e["group"] for e in events if e["kind"] == "consumer_start" and e["model"] == "BROADCASTING"}
+
+
+def duplicate_consumes(events: list[dict]) -> int:
+    """Successful consumes of a message its group (its instance, when broadcasting) had already consumed."""
+    broadcast = broadcast_groups(events)
+    seen: set[tuple[str, str]] = set()
+    count = 0
+    for e in events:
+        if e["kind"] == "consume" and e["status"] == CONSUME_SUCCESS:
+            group = e["group"] + "/" + e["client_id"] if e["group"] in broadcast else e["group"]
+            key = (group, e["msg_id"])
+            count += key in seen
+            seen.add(key)
+    return count
+
+
+def time_to_dlq_ms(events: list[dict]) -> list[int]:
+    """For each DLQ event: its time minus the first send of the same message (virtual ms)."""
+    first_send: dict[str, int] = {}
+    out = []
+    for e in events:
+        if e["kind"] == "send" and e["msg_id"] not in first_send:
+            first_send[e["msg_id"]] = e["t_ms"]
+        elif e["kind"] == "dlq" and e["msg_id"] in first_send:
+            out.append(e["t_ms"] - first_send[e["msg_id"]])
+    return out
+
+
+def pending_messages(events: list[dict], end_ms: int, timer_precision_ms: int = 1000) -> dict[str, int]:
+    """msg_id -> the monotonic time from which it can be consumed, for each message not due early enough.
+
+    A message is pending when the time it becomes consumable plus the documented polling bound falls after
+    ``end_ms`` (the end of the drain): its last scheduled copy (a delay level, a retry level or the timer)
+    not yet delivered, due at ``due_mono_of_store`` + ``POLL_SLACK_MS`` (+ the timer's precision), or its
+    last copy stored in a consumable topic; then ``CONSUME_SLACK_MS`` for a consumer to get it. Such a message
+    was not lost: the run ended before it was due."""
+    last: dict[str, dict] = {}
+    for e in events:
+        if e["kind"] in ("store", "deliver") and e.get("msg_id"):
+            last[e["msg_id"]] = e
+    out = {}
+    for msg_id, e in last.items():
+        if e["kind"] == "store" and is_schedule_store(e):
+            due = due_mono_of_store(e)
+            if due is None:
+                continue
+            ready = due + POLL_SLACK_MS + (2 * timer_precision_ms if e["topic"] == TIMER_TOPIC else 0)
+        else:
+            ready = e["t_ms"]
+        if ready + CONSUME_SLACK_MS > end_ms:
+            out[msg_id] = ready
+    return out
+
+
+def run_stats(events: list[dict], end_ms: int | None = None, timer_precision_ms: int = 1000) -> dict:
+    """The ``stats`` of summary.json (and the sweep rows): counts, duplicates, lateness, time to DLQ, pending."""
+    sent = consumed = failed_attempts = dlq = crashes = faults = 0
+    for e in events:
+        kind = e["kind"]
+        if kind == "send":
+            sent += e["status"] == "SEND_OK"
+        elif kind == "consume":
+            if e["status"] == CONSUME_SUCCESS:
+                consumed += 1
+            else:
+                failed_attempts += 1
+        elif kind == "dlq":
+            dlq += 1
+        elif kind == "crash":
+            crashes += 1
+        elif kind == "fault":
+            faults += 1
+    lateness = delivery_lateness(events)
+    dlq_times = time_to_dlq_ms(events)
+    sent_ok = {e["msg_id"] for e in events if e["kind"] == "send" and e["status"] == "SEND_OK"}
+    done = {e["msg_id"] for e in events if (e["kind"] == "consume" and e["status"] == CONSUME_SUCCESS)
+            or e["kind"] == "dlq"}
+    pending = pending_messages(events, end_ms, timer_precision_ms) if end_ms is not None else {}
+    return {
+        "sent": sent,
+        "consumed": consumed,
+        "failed_attempts": failed_attempts,
+        "duplicates": duplicate_consumes(events),
+        "dlq": dlq,
+        "delivered_from_schedule": len(lateness),
+        "lateness_ms": lateness_summary(lateness),
+        "lateness_max_ms_by_level": max_lateness_by_level(lateness),
+        "time_to_dlq_ms": {"p50": percentile(dlq_times, 0.5), "max": max(dlq_times) if dlq_times else None},
+        "pending": sum(1 for m in pending if m in sent_ok and m not in done),  # sent, not yet due: not lost
+        "crashes": crashes,
+        "faults": faults,
+    }
+
+
+def lateness_by_label(events: list[dict]) -> dict[str, list[Lateness]]:
+    """Deliveries grouped by level label (``L3``, ``timer``), for plots."""
+    out: dict[str, list[Lateness]] = defaultdict(list)
+    for r in delivery_lateness(events):
+        out[r.label].append(r)
+    return out
