@@ -84,10 +84,12 @@ def _print_run(summary: dict, out_dir: str | None) -> None:
           f"{summary['virtual_ms'] / 1000:.0f} virtual s in {summary['wall_s']:.2f} wall s, {summary['events']} events")
     print(f"  sent {st['sent']}, consumed {st['consumed']} (+{st['failed_attempts']} failed attempts), "
           f"duplicates {st['duplicates']}, dlq {st['dlq']}, crashes {st['crashes']}, faults {st['faults']}, "
-          f"delivery lateness p50/p99/max {late['p50']}/{late['p99']}/{late['max']} ms")
+          f"delivery lateness p50/p99/max {late['p50']}/{late['p99']}/{late['max']} ms"
+          + (f", pending {st['pending']} (not due before the end of the drain)" if st.get("pending") else ""))
     for name, verdict in summary["invariants"].items():
         mark = ("VAC " if verdict.get("vacuous") else "ok  ") if verdict["holds"] else "FAIL"
-        extra = f": vacuous, {verdict.get('vacuous_reason')}" if verdict.get("vacuous") else ""
+        extra = f", {verdict['pending']} pending" if verdict.get("pending") else ""
+        extra += f": vacuous, {verdict.get('vacuous_reason')}" if verdict.get("vacuous") else ""
         print(f"  {mark} {name} ({verdict['checked']} checked{extra})")
         for violation in verdict["violations"][:3]:
             print(f"       {violation['msg_id']}: {violation['explanation']}")

@@ -1,0 +1,152 @@
+"""One definition of the statistics of a history (``model/stats.py``), used by summary.json, the sweep rows,
+the reports and the bounded_lateness invariant (#12.5); pending messages are not lost (#19.2)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import model.stats as ms
+from model.invariants import check_events
+from scenarios.catalogue import load_builtin
+from scenarios.scenario import load_scenario_text
+from sim.checking import context_of
+from sim.run import run_scenario
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def test_percentile_is_nearest_rank():
+    assert ms.percentile([], 0.5) is None
+    assert ms.percentile([5, 1, 3], 0.5) == 3
+    assert ms.percentile(list(range(101)), 0.99) == 99
+
+
+@pytest.fixture(scope="module")
+def stepped():
+    # A backwards clock step: the broker clock and the simulator's clock disagree about lateness.
+    return run_scenario(load_builtin("backwards-clock-step"))
+
+
+def test_summary_has_one_lateness_by_level_and_it_is_model_stats(stepped):
+    summary = stepped.summary
+    assert "max_lateness_ms_by_level" not in summary["invariants"]["bounded_lateness"]
+    records = ms.delivery_lateness(stepped.history.events)
+    assert records and summary["stats"]["delivered_from_schedule"] == len(records)
+    assert summary["stats"]["lateness_max_ms_by_level"] == ms.max_lateness_by_level(records)
+    assert summary["stats"]["lateness_ms"] == ms.lateness_summary(records)
+
+
+def test_lateness_is_measured_on_the_simulators_clock(stepped):
+    events = stepped.history.events
+    assert any(e["kind"] == "fault" and e.get("site") == "clock" for e in events)
+    records = ms.delivery_lateness(events)
+    broker_clock = [d["broker_ms"] - d["due_ms"] for d in events if d["kind"] == "deliver"]
+    assert [r.lateness_ms for r in records] != broker_clock  # the step shows on one clock only
+    for r in records:
+        assert r.lateness_ms == r.t_ms - r.due_mono_ms
+
+
+def test_reports_plot_the_same_lateness(stepped):
+    pytest.importorskip("matplotlib")
+    from reports.run_plots import lateness_by_level
+
+    plotted = sorted(v for values in lateness_by_level(stepped.history.events).values() for v, _ in values)
+    assert plotted == sorted(r.lateness_ms for r in ms.delivery_lateness(stepped.history.events))
+
+
+def test_bounded_lateness_judges_the_same_numbers():
+    # Plant a late delivery: the invariant's sentence quotes exactly the lateness model.stats computes.
+    run = run_scenario(load_builtin("timer-wheel-basic"))
+    events = [dict(e) for e in run.history.events]
+    last = max(i for i, e in enumerate(events) if e["kind"] == "deliver")
+    events[last]["t_ms"] += 5000
+    record = [r for r in ms.delivery_lateness(events) if r.t_ms == events[last]["t_ms"]][-1]
+    assert record.lateness_ms > 5000 - 1000
+    verdict = check_events(events, context_of(run.world, events), only=["bounded_lateness"])["bounded_lateness"]
+    assert not verdict["holds"]
+    assert f"delivered {record.lateness_ms} ms late" in verdict["violations"][-1]["explanation"]
+
+
+def test_sweep_rows_use_the_same_functions():
+    import scenarios.sweep as sweep
+
+    assert sweep.time_to_dlq_ms is ms.time_to_dlq_ms and sweep.percentile is ms.percentile
+
+
+def test_duplicates_and_time_to_dlq():
+    events = [
+        {"seq": 0, "t_ms": 0, "kind": "consumer_start", "group": "B", "client_id": "B-0@sim", "topic": "T",
+         "subscription": "*", "model": "BROADCASTING", "max_reconsume_times": 16},
+        {"seq": 1, "t_ms": 10, "kind": "send", "msg_id": "M", "status": "SEND_OK"},
+        {"seq": 2, "t_ms": 20, "kind": "consume", "group": "G", "client_id": "G-0", "msg_id": "M",
+         "status": "CONSUME_SUCCESS"},
+        {"seq": 3, "t_ms": 30, "kind": "consume", "group": "G", "client_id": "G-1", "msg_id": "M",
+         "status": "CONSUME_SUCCESS"},
+        {"seq": 4, "t_ms": 40, "kind": "consume", "group": "B", "client_id": "B-0@sim", "msg_id": "M",
+         "status": "CONSUME_SUCCESS"},
+        {"seq": 5, "t_ms": 50, "kind": "consume", "group": "B", "client_id": "B-1@sim", "msg_id": "M",
+         "status": "CONSUME_SUCCESS"},
+        {"seq": 6, "t_ms": 90, "kind": "dlq", "group": "G", "msg_id": "M", "reconsume_times": 17},
+    ]
+    assert ms.duplicate_consumes(events) == 1  # G twice; B's two instances each once
+    assert ms.time_to_dlq_ms(events) == [80]
+
+
+# --- pending is not lost (#19.2) -----------------------------------------------------------------------------
+def _readme_example() -> str:
+    match = re.search(r"```toml\n(name = \"my-retries\".*?)```", README.read_text(encoding="utf-8"), re.S)
+    assert match, "the README's scenario example is gone"
+    return match.group(1)
+
+
+@pytest.fixture(scope="module")
+def readme_run():
+    scenario = load_scenario_text(_readme_example(), "README.md")
+    return run_scenario(scenario)
+
+
+def test_the_readme_example_holds_with_its_2h_messages_pending(readme_run):
+    summary = readme_run.summary
+    assert summary["verdict"] == "holds", {k: v["violations"][:1] for k, v in summary["invariants"].items()}
+    level18 = sum(1 for e in readme_run.history.events if e["kind"] == "send" and e["delay_level"] == 18)
+    assert level18 == 200
+    assert summary["stats"]["pending"] == level18
+    assert summary["invariants"]["no_loss"]["pending"] == level18
+    assert "pending" in README.read_text(encoding="utf-8")
+
+
+def test_the_same_messages_are_lost_if_the_drain_had_covered_them(readme_run):
+    events = readme_run.history.events
+    ctx = context_of(readme_run.world, events)
+    longer = type(ctx)(**{**ctx.__dict__, "end_ms": ctx.end_ms + 3 * 3_600_000})
+    verdict = check_events(events, longer, only=["no_loss"])["no_loss"]
+    assert not verdict["holds"] and verdict["violation_count"] == 200 and verdict["pending"] == 0
+
+
+def test_a_truly_lost_message_still_fails_no_loss(readme_run):
+    events = readme_run.history.events
+    victim = next(e["msg_id"] for e in events if e["kind"] == "send" and e["delay_level"] == 1)
+    lost = [e for e in events if not (e["msg_id" if "msg_id" in e else "kind"] == victim
+                                      and e["kind"] in ("deliver", "consume"))]
+    verdict = check_events(lost, context_of(readme_run.world, lost), only=["no_loss"])["no_loss"]
+    assert not verdict["holds"]
+    assert [v["msg_id"] for v in verdict["violations"]] == [victim]
+
+
+def test_pending_needs_the_due_time_after_the_end():
+    def store(t, due_after, topic=ms.SCHEDULE_TOPIC):
+        extra = {"due_ms": 10**12 + t + due_after} if topic == ms.SCHEDULE_TOPIC else {
+            "timer_out_ms": 10**12 + t + due_after}
+        return {"seq": 0, "t_ms": t, "kind": "store", "msg_id": "M", "topic": topic, "broker_ms": 10**12 + t,
+                **extra}
+
+    end = 100_000
+    assert ms.pending_messages([store(0, 200_000)], end) == {"M": 200_000 + ms.POLL_SLACK_MS}
+    assert ms.pending_messages([store(0, 50_000)], end) == {}  # due well before the end: if missing, it is lost
+    assert "M" in ms.pending_messages([store(0, end - 500)], end)  # the polling bound: not consumable in time
+    assert "M" in ms.pending_messages([store(0, end - 3000, ms.TIMER_TOPIC)], end)  # the timer's precision
+    delivered = [store(0, 10_000), {"seq": 1, "t_ms": 10_050, "kind": "deliver", "msg_id": "M"}]
+    assert ms.pending_messages(delivered, end) == {}
