@@ -681,6 +681,18 @@ def _vacuous_duplicates(ix: _Index, ctx: RunContext, verdict: dict) -> str | Non
     return None
 
 
+# name -> what its ``checked`` counts (reported in each verdict as ``checks``)
+CHECKED_UNITS = {
+    "no_loss": "SEND_OK messages x the groups subscribed to them (topic and tags), not pending",
+    "at_least_once_redelivery": "failed attempts and uncommitted successes before a consumer crash (clustering)",
+    "no_early_delivery": "deliveries of scheduled copies",
+    "per_level_order": "first deliveries from the delay levels' queues",
+    "dlq_after_max_retries": "messages x clustering groups that consumed or dead-lettered them",
+    "retry_schedule": "first consumes of retry copies after a successful send-back",
+    "bounded_lateness": "scheduled copies due in the settled drain",
+    "duplicates": "distinct successful consumes and deliveries",
+}
+
 # name -> rule(ix, ctx, verdict) -> the reason it is vacuous, or None; an invariant without a rule is never vacuous
 VACUITY = {
     "no_loss": _vacuous_no_loss,
@@ -704,6 +716,8 @@ def check_events(events: list[dict], ctx: RunContext, only: list[str] | None = N
         verdict = fn(ix, ctx)
         rule = VACUITY.get(name)
         reason = rule(ix, ctx, verdict) if rule is not None else None
+        if name in CHECKED_UNITS:
+            verdict["checks"] = CHECKED_UNITS[name]
         verdict["vacuous"] = reason is not None
         if reason is not None:
             verdict["vacuous_reason"] = reason
