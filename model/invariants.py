@@ -13,7 +13,14 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from .stats import POLL_SLACK_MS, delivery_lateness, due_mono_of_store, is_schedule_store, pending_messages
+from .stats import (
+    POLL_SLACK_MS,
+    delivery_lateness,
+    due_mono_of_store,
+    duplicate_consumes,
+    is_schedule_store,
+    pending_messages,
+)
 
 CONSUME_SUCCESS = "CONSUME_SUCCESS"
 MAX_QUOTED_EVENTS = 8
@@ -504,7 +511,6 @@ def check_duplicates(ix: _Index, ctx: RunContext) -> dict:
     """Duplicates are expected after crashes, bounded by the persist windows; a graceful restart makes none."""
     violations = []
     first: dict[tuple, dict] = {}
-    count = 0
     broadcast = {g.group for g in ctx.groups if g.model == "BROADCASTING"}
     crash_times = [e["t_ms"] for e in ix.by_kind["crash"] if e.get("crash_kind") != "shutdown"]
     # Config files are not fsynced (before develop #9705): after a power failure the offset files may be
@@ -522,7 +528,6 @@ def check_duplicates(ix: _Index, ctx: RunContext) -> dict:
         if key not in first:
             first[key] = e
             continue
-        count += key[0] == "consume"
         original = first[key]
         window = [t for t in crash_times if original["t_ms"] <= t <= e["t_ms"]]
         explained = any(t - original["t_ms"] <= ctx.duplicate_window_ms for t in window) or any(
@@ -540,7 +545,7 @@ def check_duplicates(ix: _Index, ctx: RunContext) -> dict:
                                               f"(t={original['t_ms']} ms) was more than {ctx.duplicate_window_ms} ms "
                                               f"before the crash: outside every persist window"})
     verdict = _verdict(len(first), violations)
-    verdict["duplicates"] = count
+    verdict["duplicates"] = duplicate_consumes(ix.events)  # the one count (model.stats), as in summary.json
     return verdict
 
 

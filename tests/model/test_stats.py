@@ -70,6 +70,12 @@ def test_bounded_lateness_judges_the_same_numbers():
     assert f"delivered {record.lateness_ms} ms late" in verdict["violations"][-1]["explanation"]
 
 
+def test_the_duplicates_invariant_counts_what_the_stats_count():
+    summary = run_scenario(load_builtin("consumer-crash")).summary
+    assert summary["stats"]["duplicates"] > 0
+    assert summary["invariants"]["duplicates"]["duplicates"] == summary["stats"]["duplicates"]
+
+
 def test_sweep_rows_use_the_same_functions():
     import scenarios.sweep as sweep
 

@@ -111,3 +111,19 @@ def test_a_vacuous_summary_exits_1_and_fails_the_gate():
     assert _verdict_exit({"invariants": {"no_loss": {**verdict, "vacuous": False, "checked": 1}},
                           "verdict": "holds"}) == 0
     assert not GateRun("s", 1, 0.0, vacuous=["no_loss"]).ok
+
+
+def test_the_gate_fails_a_vacuous_run_without_shrinking_it(tmp_path):
+    from scenarios.gate import junit_xml, run_gate
+    from sim.checking import check_run
+
+    def hollow(history, world):
+        verdicts = check_run(history, world)
+        verdicts["no_loss"].update(checked=0, vacuous=True, vacuous_reason="planted")
+        return verdicts
+
+    gate = run_gate(runs=2, seed_base=1, out_dir=str(tmp_path), names=["consumer-crash"], check=hollow)
+    assert not gate.ok and gate.stopped_by == "violation" and len(gate.runs) == 1
+    assert gate.failing.vacuous == ["no_loss"] and gate.failing.failed == []
+    assert gate.shrink is None and gate.run_dir is not None
+    assert 'type="VacuousVerdict"' in junit_xml(gate) and "planted" in junit_xml(gate)
