@@ -660,9 +660,10 @@ def _vacuous_retry_schedule(ix: _Index, ctx: RunContext, verdict: dict) -> str |
     if verdict["checked"] or any(e.get("by_ms", 0) < 0 for e in ix.clock_steps):
         return None
     for msg_id, events in ix.by_msg.items():
-        backs = {(b["group"], b["reconsume_times"] + 1) for b in events if b["kind"] == "send_back"
-                 and b["result"] == "ok"}
-        retried = [c for c in events if c["kind"] == "consume" and (c["group"], c["reconsume_times"]) in backs]
+        backs = [b for b in events if b["kind"] == "send_back" and b["result"] == "ok"]
+        retried = [c for c in events if c["kind"] == "consume" and any(
+            b["seq"] < c["seq"] and (b["group"], b["reconsume_times"] + 1) == (c["group"], c["reconsume_times"])
+            for b in backs)]
         if retried:
             return f"nothing checked although {msg_id} was sent back and consumed again as a retry"
     return None

@@ -89,7 +89,12 @@ def run_sections(run_dir: str, plot_dir: str, level: int = 2, prefix: str = "") 
           stats.get("dlq"), stats.get("crashes"), stats.get("faults"),
           f"{_fmt(late.get('p50'))} / {_fmt(late.get('p99'))} / {_fmt(late.get('max'))}"]],
         numeric=set(range(7))))
-    if invariants and not violated:
+    vacuous = [n for n, v in invariants.items() if v.get("vacuous")]
+    if vacuous and not violated:
+        head.text('<span class="bad">Vacuous verdict</span>: ' + ", ".join(
+            f"{esc(inv)} checked nothing it should have ({esc(invariants[inv].get('vacuous_reason', ''))})"
+            for inv in vacuous) + ".")
+    elif invariants and not violated:
         head.text('<span class="ok">Every invariant holds</span>: ' + ", ".join(
             f"{esc(inv)} ({v.get('checked')} checked)" for inv, v in invariants.items()) + ".")
     elif invariants:
