@@ -127,3 +127,16 @@ def test_the_gate_fails_a_vacuous_run_without_shrinking_it(tmp_path):
     assert gate.failing.vacuous == ["no_loss"] and gate.failing.failed == []
     assert gate.shrink is None and gate.run_dir is not None
     assert 'type="VacuousVerdict"' in junit_xml(gate) and "planted" in junit_xml(gate)
+
+
+def test_the_report_of_a_vacuous_run_says_so(tmp_path, two_tags):
+    pytest.importorskip("matplotlib")
+    from reports.report import run_sections
+    from sim.run import write_run
+
+    summary = copy.deepcopy(two_tags.summary)
+    summary["invariants"]["no_loss"].update(vacuous=True, vacuous_reason="planted reason")
+    write_run(str(tmp_path / "run"), two_tags.history, summary, two_tags.world)
+    (head,), violated = run_sections(str(tmp_path / "run"), str(tmp_path))
+    html = "".join(str(part) for part in head.body)
+    assert violated == [] and "Vacuous verdict" in html and "planted reason" in html
