@@ -26,6 +26,8 @@ PREFERRED: dict[str, tuple[str, ...]] = {
     "persist_before_load": ("graceful-restart",),
     "drop_on_exception": ("rebuild-errors-4x",),
     "no_correct_deliver_timestamp": ("backwards-clock-step",),
+    "correct_delay_offset_skips_missing_cq": ("store-rollback-lost-level-queue",),
+    "resend_exception_escapes": ("async-deliver-resend-errors",),
     "dlq_keeps_delay": ("retry-ladder-to-dlq",),
     "dlq_threshold_gt": ("retry-ladder-to-dlq",),
     "retry_level_2_plus_r": ("retry-ladder-to-dlq", "retries-with-flaky-consumers"),

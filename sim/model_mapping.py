@@ -155,7 +155,7 @@ class StoreUnderModel:
         self.held.clear()
 
     # --- time ---------------------------------------------------------------------------------------------
-    def _on_deliver(self, inner: MessageExt, level: int, due_ms: int, result, *_more) -> None:
+    def _on_deliver(self, inner: MessageExt, level: int, due_ms: int, result, *_more, **_kw) -> None:
         if result.is_ok:  # a failed put was reported by the fault injector already
             self.events.append(SchedulerEvent("deliver", level, inner.uniq_key or "", inner.reconsume_times,
                                               inner.topic))

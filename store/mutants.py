@@ -15,6 +15,10 @@ CATALOGUE: dict[str, str] = {
     "persist_before_load": "#6881 (5.0-5.1.1): the empty offset table is persisted before load() reads it",
     "drop_on_exception": "E1 Timer era (<=4.9.2): an exception while rebuilding a due message drops it",
     "no_correct_deliver_timestamp": "drop correctDeliverTimestamp: a clock step back makes messages wait too long",
+    "correct_delay_offset_skips_missing_cq": "correctDelayOffset skips a level whose consume queue is gone "
+                                             "instead of creating it: the stale offset skips new messages",
+    "resend_exception_escapes": "an exception while rebuilding an async resend escapes doResend and kills the "
+                                "level's HandlePutResultTask: the failed message is never resent",
     # Retry / DLQ
     "dlq_keeps_delay": "#2724 (<=4.9.1): the DLQ copy keeps DELAY and detours through SCHEDULE_TOPIC_XXXX",
     "dlq_threshold_gt": "'>' instead of '>=' for max reconsume times: one retry too many before the DLQ",

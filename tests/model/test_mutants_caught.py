@@ -24,6 +24,8 @@ CASES = {
     "persist_before_load": ("graceful-restart", (), 1, "duplicates"),
     "drop_on_exception": ("rebuild-errors-4x", (), 1, "no_loss"),
     "no_correct_deliver_timestamp": ("backwards-clock-step", (), 1, "bounded_lateness"),
+    "correct_delay_offset_skips_missing_cq": ("store-rollback-lost-level-queue", (), 1, "no_loss"),
+    "resend_exception_escapes": ("async-deliver-resend-errors", (), 1, "no_loss"),
     "dlq_keeps_delay": ("retry-ladder-to-dlq", LADDER, 1, "dlq_after_max_retries"),
     "dlq_threshold_gt": ("retry-ladder-to-dlq", LADDER, 1, "dlq_after_max_retries"),
     "retry_level_2_plus_r": ("retry-ladder-to-dlq", LADDER, 1, "retry_schedule"),
