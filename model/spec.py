@@ -85,6 +85,7 @@ NOT_MODELLED: dict[str, str] = {
     "timer_read_time_early": "the timer wheel is not modelled",
     "correct_delay_offset_skips_missing_cq": "needs lost consume-queue directories, which the model does not have",
     "resend_exception_escapes": "asynchronous delivery is not modelled",
+    "physic_ts_every_flush": "the checkpoint and abnormal recovery are not modelled",
 }
 
 

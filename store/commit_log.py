@@ -33,6 +33,7 @@ class CommitLog:
         delay_level_table_ms: dict[int, int],
         log: Callable[[str], None],
         store_path: str = "commitlog",
+        mutants: frozenset[str] = frozenset(),
     ) -> None:
         self.config = config
         self.clock = clock
@@ -41,7 +42,8 @@ class CommitLog:
         self.delay_level_table_ms = delay_level_table_ms
         self.max_delay_level = max(delay_level_table_ms) if delay_level_table_ms else 0
         self.log = log
-        self.mfq = MappedFileQueue(disk, store_path, config.mapped_file_size_commit_log)
+        self.mfq = MappedFileQueue(disk, store_path, config.mapped_file_size_commit_log,
+                                   physic_ts_every_flush="physic_ts_every_flush" in mutants)
         self.topic_queue_table: dict[str, int] = {}  # "topic-queueId" -> next queue offset
         self.sync_flush = config.flush_disk_type == SYNC_FLUSH
         self.file_size = config.mapped_file_size_commit_log

@@ -73,6 +73,7 @@ class DefaultMessageStore:
         clock: Clock | None = None,
         faults: FaultInjector = NO_FAULTS,
         log: Callable[[str], None] = _ignore,
+        mutants: frozenset[str] = frozenset(),
     ) -> None:
         from .clock import SystemClock
 
@@ -81,6 +82,7 @@ class DefaultMessageStore:
         self.clock = clock or SystemClock()
         self.faults = faults
         self.log = log
+        self.mutants = frozenset(mutants)
         self.delay_level_table_ms = parse_delay_level(self.config.message_delay_level)
         self.checkpoint: StoreCheckpoint | None = None
         self.commit_log: CommitLog | None = None
@@ -104,7 +106,8 @@ class DefaultMessageStore:
         self.last_exit_ok = not self.disk.exists(ABORT_FILE)
         self.checkpoint = StoreCheckpoint(self.disk)
         self.commit_log = CommitLog(
-            self.disk, self.config, self.clock, self.faults, self.checkpoint, self.delay_level_table_ms, self.log
+            self.disk, self.config, self.clock, self.faults, self.checkpoint, self.delay_level_table_ms, self.log,
+            mutants=self.mutants,
         )
         try:
             self.commit_log.load()

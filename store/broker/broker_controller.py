@@ -90,7 +90,7 @@ class BrokerController:
             disk, clock, auto_create_subscription_group=self.broker_config.auto_create_subscription_group, **common
         )
         self.consumer_offset_manager = ConsumerOffsetManager(disk, clock, **common)
-        self.message_store = DefaultMessageStore(disk, self.store_config, clock, faults, log)
+        self.message_store = DefaultMessageStore(disk, self.store_config, clock, faults, log, mutants=mutants)
         self.schedule_message_service = ScheduleMessageService(self.message_store, mutants=mutants,
                                                                persist_mode=persist_mode)
         self.consumer_manager = ConsumerManager()
