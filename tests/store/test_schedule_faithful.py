@@ -163,3 +163,35 @@ def test_a_missing_message_is_skipped_after_twice_the_block_threshold():
     h.run_for(400)  # the third resend (count 3 > 2): SKIP, and the level's offset moves past both
     assert not svc.put_result_tasks[1].pending and svc.offset_table[1] == 2
     assert delivered_keys(h) == ["b"]
+
+
+# --- item 13: shutdown order ---------------------------------------------------------------------------------
+def _shutdown_order(store_config) -> list[str]:
+    h = BrokerHarness(store_config=store_config)
+    new_topic(h)
+    h.run_for(2000)
+    order: list[str] = []
+    b = h.broker
+    for manager in (b.schedule_message_service, b.topic_config_manager, b.subscription_group_manager,
+                    b.consumer_offset_manager):
+        manager.persist_listeners.append(order.append)
+    store_shutdown = b.message_store.shutdown
+    b.message_store.shutdown = lambda: (order.append("message store"), store_shutdown())
+    if b.timer_message_store is not None:
+        timer_shutdown = b.timer_message_store.shutdown
+        b.timer_message_store.shutdown = lambda: (order.append("timer store"), timer_shutdown())
+    b.shutdown()
+    return order
+
+
+def test_5_3_3_shutdown_order():
+    """BrokerController.shutdownBasicService (5.3.3): timer store, message store, scheduleMessageService.persist()
+    then shutdown() (stop() persists again), then topics, subscription groups and consumer offsets."""
+    assert _shutdown_order(SMALL_STORE) == ["timer store", "message store", "delayOffset.json", "delayOffset.json",
+                                            "topics.json", "subscriptionGroup.json", "consumerOffset.json"]
+
+
+def test_4_9_8_shutdown_order():
+    """DefaultMessageStore.shutdown (4.9.8) stops the schedule service first; BrokerController.shutdown then
+    persists consumer offsets only (topics and groups are persisted when they change)."""
+    assert _shutdown_order(ERA_4) == ["delayOffset.json", "message store", "consumerOffset.json"]
