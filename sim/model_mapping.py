@@ -68,6 +68,7 @@ def store_configs(cfg: ModelConfig) -> tuple[MessageStoreConfig, BrokerConfig]:
         mapped_file_size_consume_queue=20 * 64,
         message_delay_level=delay_level_string(cfg.levels),
         flush_delay_offset_interval_ms=NEVER_MS,
+        flush_delay_offset_first_delay_ms=NEVER_MS,
         timer_wheel_enable=False,
     )
     broker = BrokerConfig(flush_consumer_offset_interval_ms=NEVER_MS, flush_consumer_offset_first_delay_ms=NEVER_MS)

@@ -23,7 +23,6 @@ from .put_status import PutMessageResult, PutMessageStatus
 from .service import PeriodicService
 
 FIRST_DELAY_TIME_MS = 1000
-PERSIST_FIRST_DELAY_MS = 10_000  # the delay-offset persist's first run: hard-coded, only its period is configurable
 DELAY_FOR_A_WHILE_MS = 100
 DELAY_FOR_A_PERIOD_MS = 10_000
 DELAY_FOR_A_SLEEP_MS = 10
@@ -145,9 +144,11 @@ class ScheduleMessageService(ConfigManager):
             self.tasks[level] = DeliverDelayedMessageTimerTask(self, level, offset, mono_ms + FIRST_DELAY_TIME_MS)
             if self.async_deliver:
                 self.put_result_tasks[level] = HandlePutResultTask(self, level, mono_ms + FIRST_DELAY_TIME_MS)
-        interval = self.store.config.flush_delay_offset_interval_ms
-        self.persist_service = PeriodicService("delay-offset-persist", lambda _m: self.persist(), interval,
-                                               PERSIST_FIRST_DELAY_MS, mono_ms)
+        # scheduleAtFixedRate(persist, 10000, flushDelayOffsetInterval): the first run is always 10 s after start.
+        cfg = self.store.config
+        self.persist_service = PeriodicService("delay-offset-persist", lambda _m: self.persist(),
+                                               cfg.flush_delay_offset_interval_ms,
+                                               cfg.flush_delay_offset_first_delay_ms, mono_ms)
 
     def shutdown(self) -> None:
         if not self.started:
