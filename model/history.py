@@ -43,7 +43,7 @@ EVENTS: dict[str, EventKind] = {
     "dlq": _kind({"group": _STR, "msg_id": _STR, "reconsume_times": _INT}),
     # a scheduled message put back to its real topic; level: a delay level or "timer"
     "deliver": _kind({"msg_id": _STR, "level": (int, str), "due_ms": _INT, "topic": _STR, "queue_id": _INT,
-                      "broker_ms": _INT, "schedule_queue_offset": _INT}, {"slot_ms": _INT}),
+                      "broker_ms": _INT, "schedule_queue_offset": _INT}, {"slot_ms": _INT, "resend": _BOOL}),
     "consume": _kind({"group": _STR, "client_id": _STR, "msg_id": _STR, "topic": _STR, "queue_topic": _STR,
                       "queue_id": _INT, "queue_offset": _INT, "reconsume_times": _INT, "status": _STR}),
     "send_back": _kind({"group": _STR, "msg_id": _STR, "reconsume_times": _INT, "delay_level": _INT,

@@ -159,7 +159,7 @@ def _cmd_mutants(args: argparse.Namespace) -> int:
     from store.mutants import UnknownMutant
 
     from .catalogue import builtin_names
-    from .mutants_runner import format_list, format_summary, format_table, run_mutants
+    from .mutants_runner import all_accounted_for, format_list, format_summary, format_table, run_mutants
 
     if args.list:
         for line in format_list():
@@ -177,7 +177,7 @@ def _cmd_mutants(args: argparse.Namespace) -> int:
         raise UsageError(str(error)) from None
     for line in format_table(outcomes) + [""] + format_summary(outcomes):
         print(line)
-    return EXIT_OK if all(o.caught for o in outcomes) else EXIT_VIOLATION
+    return EXIT_OK if all_accounted_for(outcomes) else EXIT_VIOLATION
 
 
 def _cmd_gate(args: argparse.Namespace) -> int:

@@ -68,6 +68,7 @@ def store_configs(cfg: ModelConfig) -> tuple[MessageStoreConfig, BrokerConfig]:
         mapped_file_size_consume_queue=20 * 64,
         message_delay_level=delay_level_string(cfg.levels),
         flush_delay_offset_interval_ms=NEVER_MS,
+        flush_delay_offset_first_delay_ms=NEVER_MS,
         timer_wheel_enable=False,
     )
     broker = BrokerConfig(flush_consumer_offset_interval_ms=NEVER_MS, flush_consumer_offset_first_delay_ms=NEVER_MS)
@@ -155,7 +156,7 @@ class StoreUnderModel:
         self.held.clear()
 
     # --- time ---------------------------------------------------------------------------------------------
-    def _on_deliver(self, inner: MessageExt, level: int, due_ms: int, result, *_more) -> None:
+    def _on_deliver(self, inner: MessageExt, level: int, due_ms: int, result, *_more, **_kw) -> None:
         if result.is_ok:  # a failed put was reported by the fault injector already
             self.events.append(SchedulerEvent("deliver", level, inner.uniq_key or "", inner.reconsume_times,
                                               inner.topic))

@@ -190,10 +190,12 @@ class World:
         self.record("timer_torn_unit", slot_ms=slot_ms, timer_log_pos=timer_log_pos)
 
     def _on_deliver(self, inner, level, due_ms: int, result, schedule_queue_offset: int = -1,
-                    slot_ms: int | None = None) -> None:
+                    slot_ms: int | None = None, resend: bool = False) -> None:
         if not result.is_ok:
             return
         extra = {} if slot_ms is None else {"slot_ms": slot_ms}  # timer: the slot whose chain led to it
+        if resend:  # HandlePutResultTask's resend of a failed asynchronous put: later messages may be ahead of it
+            extra["resend"] = True
         self.record("deliver", msg_id=inner.uniq_key, level=level, due_ms=due_ms, topic=inner.topic,
                     queue_id=inner.queue_id, broker_ms=result.append.store_timestamp,
                     schedule_queue_offset=schedule_queue_offset, **extra)

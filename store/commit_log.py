@@ -33,6 +33,7 @@ class CommitLog:
         delay_level_table_ms: dict[int, int],
         log: Callable[[str], None],
         store_path: str = "commitlog",
+        mutants: frozenset[str] = frozenset(),
     ) -> None:
         self.config = config
         self.clock = clock
@@ -41,10 +42,13 @@ class CommitLog:
         self.delay_level_table_ms = delay_level_table_ms
         self.max_delay_level = max(delay_level_table_ms) if delay_level_table_ms else 0
         self.log = log
-        self.mfq = MappedFileQueue(disk, store_path, config.mapped_file_size_commit_log)
+        self.mfq = MappedFileQueue(disk, store_path, config.mapped_file_size_commit_log,
+                                   physic_ts_every_flush="physic_ts_every_flush" in mutants)
         self.topic_queue_table: dict[str, int] = {}  # "topic-queueId" -> next queue offset
         self.sync_flush = config.flush_disk_type == SYNC_FLUSH
         self.file_size = config.mapped_file_size_commit_log
+        self.confirm_offset = -1  # 5.x: the start of the last valid record at recovery (setConfirmOffset)
+        self._last_valid_msg_offset = 0
 
     def load(self) -> None:
         self.mfq.load()
@@ -157,12 +161,24 @@ class CommitLog:
     # --- recovery ------------------------------------------------------------------------
     def recover_normally(self, max_phy_offset_of_cq: int, dispatch: Callable[[codec.DispatchRequest], None],
                          truncate_logic: Callable[[int], None], destroy_logics: Callable[[], None]) -> None:
+        """4.9.8: scan the last three files, dispatch nothing (start() reputs from the queues' end).
+        5.3.3: start at the last file beginning at or below the queues' max physical offset, dispatch every
+        record past that offset during the scan, and set the confirm offset (start() reputs from it)."""
         files = self.mfq.mapped_files
         if not files:
             self._recover_empty(destroy_logics)
             return
-        index = max(0, len(files) - 3)
-        process_offset = self._scan(index, dispatch_from=None, dispatch=dispatch)
+        if self.config.is_era_4:
+            index = max(0, len(files) - 3)
+            process_offset = self._scan(index, dispatch_from=None, dispatch=dispatch)
+        else:
+            index = len(files) - 1
+            while index > 0 and files[index].file_from_offset > max_phy_offset_of_cq:
+                index -= 1
+            self._last_valid_msg_offset = self.get_confirm_offset()
+            # Java dispatches ``commitLogOffset > maxPhyOffsetOfConsumeQueue`` (strictly greater).
+            process_offset = self._scan(index, dispatch_from=max_phy_offset_of_cq + 1, dispatch=dispatch)
+            self.set_confirm_offset(self._last_valid_msg_offset)
         self._truncate(process_offset, max_phy_offset_of_cq, truncate_logic)
 
     def recover_abnormally(self, max_phy_offset_of_cq: int, dispatch: Callable[[codec.DispatchRequest], None],
@@ -175,8 +191,17 @@ class CommitLog:
         while index >= 0 and not self._is_mapped_file_matched_recover(index):
             index -= 1
         index = max(index, 0)
+        self._last_valid_msg_offset = self.mfq.mapped_files[index].file_from_offset
         process_offset = self._scan(index, dispatch_from=0, dispatch=dispatch)
+        if not self.config.is_era_4:
+            self.set_confirm_offset(self._last_valid_msg_offset)
         self._truncate(process_offset, max_phy_offset_of_cq, truncate_logic)
+
+    def set_confirm_offset(self, phy_offset: int) -> None:
+        """5.x ``setConfirmOffset``: kept in the checkpoint's confirmPhyOffset. A broker without controller mode
+        or duplication never reads it back: ``getConfirmOffset`` is the flushed or the written end."""
+        self.confirm_offset = phy_offset
+        self.checkpoint.confirm_phy_offset = phy_offset
 
     def _recover_empty(self, destroy_logics: Callable[[], None]) -> None:
         self.mfq.flushed_where = 0
@@ -208,6 +233,7 @@ class CommitLog:
         while True:
             req = self.check_message_and_return_size(data, pos, check_crc=self.config.check_crc_on_recover)
             if req.success and req.msg_size > 0:
+                self._last_valid_msg_offset = mf.file_from_offset + pos
                 if dispatch_from is not None and req.commit_log_offset >= dispatch_from:
                     dispatch(req)
                 pos += req.msg_size
@@ -229,7 +255,8 @@ class CommitLog:
     def _truncate(self, process_offset: int, max_phy_offset_of_cq: int, truncate_logic: Callable[[int], None]) -> None:
         self.mfq.flushed_where = process_offset
         self.mfq.truncate_dirty_files(process_offset)
-        # 4.9.8 truncates the consume queues only when they reach past the log; 5.x always.
-        if max_phy_offset_of_cq >= process_offset or not self.config.is_era_4:
+        # Both tags, both modes: the consume queues are truncated only when they reach past the log (develop
+        # truncates unconditionally, which gives an empty queue maxPhysicOffset = processOffset).
+        if max_phy_offset_of_cq >= process_offset:
             truncate_logic(process_offset)
 

@@ -39,6 +39,7 @@ class MessageStoreConfig:
     # Delay levels (ScheduleMessageService).
     message_delay_level: str = DEFAULT_DELAY_LEVELS
     flush_delay_offset_interval_ms: int = 10_000
+    flush_delay_offset_first_delay_ms: int = 10_000  # hard-coded 10000 in Java; a seam for harnesses only
     enable_schedule_async_deliver: bool = False
     schedule_async_deliver_max_pending_limit: int = 2000
     schedule_async_deliver_max_resend_num_2_blocked: int = 3

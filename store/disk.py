@@ -318,10 +318,17 @@ class MemoryDisk:
         return {p: bytes(f.data) for p, f in sorted(self._files.items()) if not (skip_prefix and p.startswith(skip_prefix))}
 
     def restore(self, snapshot: dict[str, bytes], skip_prefix: str = "") -> None:
-        """Put a snapshot back (files not in it are deleted), leaving ``skip_prefix`` files as they are now."""
+        """Put a snapshot back (files and directories not in it are deleted, as a restored backup has none of
+        them: e.g. a consume-queue directory created since), leaving ``skip_prefix`` files as they are now."""
         for path in sorted(self._files):
             if not (skip_prefix and path.startswith(skip_prefix)) and path not in snapshot:
                 del self._files[path]
+        kept = {""}
+        for path in (*snapshot, *self._files):
+            while path:
+                path = parent_of(path)
+                kept.add(path)
+        self._dirs = {d for d in self._dirs if d in kept or (skip_prefix and d.startswith(skip_prefix))}
         for path, data in snapshot.items():
             f = _MemFile(path, 0)
             f.data = bytearray(data)

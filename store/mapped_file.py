@@ -70,13 +70,15 @@ class MappedFile:
 class MappedFileQueue:
     """The segment files of one directory: the commit log, or one consume queue."""
 
-    def __init__(self, disk: Disk, store_path: str, mapped_file_size: int) -> None:
+    def __init__(self, disk: Disk, store_path: str, mapped_file_size: int, *, physic_ts_every_flush: bool = False
+                 ) -> None:
         self.disk = disk
         self.store_path = store_path
         self.mapped_file_size = mapped_file_size
         self.mapped_files: list[MappedFile] = []
         self.flushed_where = 0
-        self.store_timestamp = 0  # of the file the last flush looked at
+        self.store_timestamp = 0  # of the file the last *thorough* flush looked at (feeds physicMsgTimestamp)
+        self.physic_ts_every_flush = physic_ts_every_flush  # mutant: every flush round moves it
 
     # --- loading -------------------------------------------------------------------------
     def load(self) -> None:
@@ -151,7 +153,8 @@ class MappedFileQueue:
             mf = self.get_first_mapped_file() if self.flushed_where == 0 else None
             if mf is None:
                 return True
-        self.store_timestamp = mf.store_timestamp
+        if least_pages == 0 or self.physic_ts_every_flush:  # Java: if (0 == flushLeastPages) setStoreTimestamp
+            self.store_timestamp = mf.store_timestamp
         where = mf.file_from_offset + mf.flush(least_pages)
         unchanged = where == self.flushed_where
         self.flushed_where = where

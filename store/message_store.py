@@ -73,6 +73,7 @@ class DefaultMessageStore:
         clock: Clock | None = None,
         faults: FaultInjector = NO_FAULTS,
         log: Callable[[str], None] = _ignore,
+        mutants: frozenset[str] = frozenset(),
     ) -> None:
         from .clock import SystemClock
 
@@ -81,6 +82,7 @@ class DefaultMessageStore:
         self.clock = clock or SystemClock()
         self.faults = faults
         self.log = log
+        self.mutants = frozenset(mutants)
         self.delay_level_table_ms = parse_delay_level(self.config.message_delay_level)
         self.checkpoint: StoreCheckpoint | None = None
         self.commit_log: CommitLog | None = None
@@ -104,7 +106,8 @@ class DefaultMessageStore:
         self.last_exit_ok = not self.disk.exists(ABORT_FILE)
         self.checkpoint = StoreCheckpoint(self.disk)
         self.commit_log = CommitLog(
-            self.disk, self.config, self.clock, self.faults, self.checkpoint, self.delay_level_table_ms, self.log
+            self.disk, self.config, self.clock, self.faults, self.checkpoint, self.delay_level_table_ms, self.log,
+            mutants=self.mutants,
         )
         try:
             self.commit_log.load()
@@ -161,10 +164,16 @@ class DefaultMessageStore:
         self.commit_log.topic_queue_table = table
 
     def start(self, mono_ms: int) -> None:
-        """Re-dispatch what the consume queues lack, create the abort file, start the services."""
-        reput_from = self.commit_log.get_min_offset()
-        for cq in self._all_consume_queues():
-            reput_from = max(reput_from, cq.max_physic_offset)
+        """Re-dispatch what the consume queues lack, create the abort file, start the services.
+
+        4.9.8 reputs from the queues' max physical offset; 5.3.3 from ``commitLog.getConfirmOffset()`` (its
+        recovery already dispatched the rest; recheckReputOffsetFromCq is false by default)."""
+        if self.config.is_era_4:
+            reput_from = self.commit_log.get_min_offset()
+            for cq in self._all_consume_queues():
+                reput_from = max(reput_from, cq.max_physic_offset)
+        else:
+            reput_from = self.commit_log.get_confirm_offset()
         self.reput_from_offset = max(reput_from, 0)
         self.do_reput()
         self._recover_topic_queue_table()

@@ -15,6 +15,13 @@ CATALOGUE: dict[str, str] = {
     "persist_before_load": "#6881 (5.0-5.1.1): the empty offset table is persisted before load() reads it",
     "drop_on_exception": "E1 Timer era (<=4.9.2): an exception while rebuilding a due message drops it",
     "no_correct_deliver_timestamp": "drop correctDeliverTimestamp: a clock step back makes messages wait too long",
+    "correct_delay_offset_skips_missing_cq": "correctDelayOffset skips a level whose consume queue is gone "
+                                             "instead of creating it: the stale offset skips new messages",
+    "resend_exception_escapes": "an exception while rebuilding an async resend escapes doResend and kills the "
+                                "level's HandlePutResultTask: the failed message is never resent",
+    # Commit log
+    "physic_ts_every_flush": "the checkpoint's physicMsgTimestamp moves on every 500 ms flush round, not only on a "
+                             "thorough flush (fidelity only: abnormal recovery is bounded by min(physic, logics))",
     # Retry / DLQ
     "dlq_keeps_delay": "#2724 (<=4.9.1): the DLQ copy keeps DELAY and detours through SCHEDULE_TOPIC_XXXX",
     "dlq_threshold_gt": "'>' instead of '>=' for max reconsume times: one retry too many before the DLQ",
@@ -26,6 +33,15 @@ CATALOGUE: dict[str, str] = {
     "timer_no_queue_offset_clamp": "#7480 (<5.3.2): the timer queue offset from timercheck is not clamped into the CQ",
     "timer_drop_after_first_failure": "drop a timer message after its first failed put",
     "timer_read_time_early": "advance the timer read time before the slot's puts finish",
+}
+
+
+# Mutants that change only fidelity: no history an invariant judges can tell them from the clean build, so
+# they are pinned by a store-level conformance test instead (never counted as caught by an invariant).
+FIDELITY_ONLY: dict[str, str] = {
+    "physic_ts_every_flush": "tests/store/test_store_faithful.py::test_the_mutant_moves_it_on_every_round "
+                             "(abnormal recovery starts at min(physic, logics) - 3 s, and logicsMsgTimestamp "
+                             "alone already bounds it to what the consume queues durably hold)",
 }
 
 

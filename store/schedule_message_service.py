@@ -30,8 +30,9 @@ DELAY_OFFSET_UPDATE_VERSION_STEP = 200
 RMQ_SYS_TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
 SCHEDULE_TOPIC_QUEUE_NUM = 18
 
-# (delivered message, level, due_ms, put result, the scheduled copy's queue offset in its level's queue)
-DeliverListener = Callable[[codec.MessageExt, int, int, PutMessageResult, int], None]
+# (delivered message, level, due_ms, put result, the scheduled copy's queue offset in its level's queue);
+# an asynchronous resend also passes ``resend=True`` (it may land after later messages of its level).
+DeliverListener = Callable[..., None]
 
 
 def delay_level_to_queue_id(level: int) -> int:
@@ -86,6 +87,8 @@ class ScheduleMessageService(ConfigManager):
         self.m_offset_from_task_start = "offset_from_task_start" in mutants
         self.m_drop_on_exception = "drop_on_exception" in mutants
         self.m_no_correct_deliver_timestamp = "no_correct_deliver_timestamp" in mutants
+        self.m_correct_delay_offset_skips_missing_cq = "correct_delay_offset_skips_missing_cq" in mutants
+        self.m_resend_exception_escapes = "resend_exception_escapes" in mutants
 
     # --- ConfigManager -------------------------------------------------------------------
     def encode(self, pretty: bool = True) -> str:
@@ -111,12 +114,22 @@ class ScheduleMessageService(ConfigManager):
         return ok
 
     def correct_delay_offset(self) -> None:
-        """Clamp each level's offset into its consume queue's [min, max] (4.9.2+, #1869)."""
-        for level in sorted(self.offset_table):
-            cq = self.store.get_consume_queue(SCHEDULE_TOPIC, delay_level_to_queue_id(level))
-            if cq is None:
+        """Clamp each level's offset into its consume queue's [min, max] (4.9.2+, #1869).
+
+        Java walks the level table (levels only in the file are ignored) and finds *or creates* each level's
+        queue, so an offset stored for a level whose queue is gone (a store rollback, a lost directory) is
+        clamped to 0; skipping it would later skip every message below the stale offset."""
+        for level in sorted(self.delay_level_table_ms):
+            offset = self.offset_table.get(level)
+            if offset is None:
                 continue
-            offset = self.offset_table[level]
+            queue_id = delay_level_to_queue_id(level)
+            if self.m_correct_delay_offset_skips_missing_cq:
+                cq = self.store.get_consume_queue(SCHEDULE_TOPIC, queue_id)
+                if cq is None:
+                    continue
+            else:
+                cq = self.store.find_consume_queue(SCHEDULE_TOPIC, queue_id)
             low, high = cq.get_min_offset_in_queue(), cq.get_max_offset_in_queue()
             corrected = low if offset < low else high if offset > high else offset
             if corrected != offset:
@@ -131,9 +144,11 @@ class ScheduleMessageService(ConfigManager):
             self.tasks[level] = DeliverDelayedMessageTimerTask(self, level, offset, mono_ms + FIRST_DELAY_TIME_MS)
             if self.async_deliver:
                 self.put_result_tasks[level] = HandlePutResultTask(self, level, mono_ms + FIRST_DELAY_TIME_MS)
-        interval = self.store.config.flush_delay_offset_interval_ms
-        self.persist_service = PeriodicService("delay-offset-persist", lambda _m: self.persist(), interval, interval,
-                                               mono_ms)
+        # scheduleAtFixedRate(persist, 10000, flushDelayOffsetInterval): the first run is always 10 s after start.
+        cfg = self.store.config
+        self.persist_service = PeriodicService("delay-offset-persist", lambda _m: self.persist(),
+                                               cfg.flush_delay_offset_interval_ms,
+                                               cfg.flush_delay_offset_first_delay_ms, mono_ms)
 
     def shutdown(self) -> None:
         if not self.started:
@@ -210,9 +225,10 @@ class ScheduleMessageService(ConfigManager):
         return self.store.put_message(inner)
 
     def _delivered(self, inner: codec.MessageExt, level: int, due_ms: int, result: PutMessageResult,
-                   queue_offset: int) -> None:
+                   queue_offset: int, resend: bool = False) -> None:
+        extra = {"resend": True} if resend else {}
         for listener in self.deliver_listeners:
-            listener(inner, level, due_ms, result, queue_offset)
+            listener(inner, level, due_ms, result, queue_offset, **extra)
 
 
 class DeliverDelayedMessageTimerTask:
@@ -236,7 +252,8 @@ class DeliverDelayedMessageTimerTask:
         now_mono = svc.mono_now()
         if self.idle[0] == "data":
             cq = svc.store.get_consume_queue(SCHEDULE_TOPIC, delay_level_to_queue_id(self.level))
-            if cq is None or cq.get_max_offset_in_queue() <= self.offset:
+            # A queue that appears below the offset changes the next poll too: it resets to the queue's max.
+            if cq is None or cq.get_max_offset_in_queue() == self.offset:
                 return None
             target = now_mono
         else:
@@ -385,7 +402,10 @@ class PutResultProcess:
 
 
 class HandlePutResultTask:
-    """Every 10 ms: commit finished async puts in CQ order; resend failed ones with back-off."""
+    """Every 10 ms: commit finished async puts in CQ order; resend failed ones with back-off.
+
+    ``doResend`` sleeps ``min(resendCount * 100, 60 s)`` on the handler's own thread, so nothing behind the
+    head moves meanwhile; a failed resend loops on the head at once (the next sleep starts right away)."""
 
     def __init__(self, svc: ScheduleMessageService, level: int, at_mono_ms: int) -> None:
         self.svc = svc
@@ -393,10 +413,11 @@ class HandlePutResultTask:
         self.name = f"schedule-put-result-{level}"
         self.pending: deque[PutResultProcess] = deque()
         self.at_mono_ms = at_mono_ms
+        self.dead = False  # mutant resend_exception_escapes: an exception killed this level's handler chain
 
     def next_wakeup_ms(self) -> int | None:
         svc = self.svc
-        if not svc.started:
+        if not svc.started or self.dead:
             return None
         if not svc.idle_skip:
             return self.at_mono_ms
@@ -408,11 +429,9 @@ class HandlePutResultTask:
         return self.at_mono_ms + -(-(target - self.at_mono_ms) // DELAY_FOR_A_SLEEP_MS) * DELAY_FOR_A_SLEEP_MS
 
     def step(self, mono_ms: int) -> None:
-        if mono_ms < self.at_mono_ms or not self.svc.started:
+        if mono_ms < self.at_mono_ms or not self.svc.started or self.dead:
             return
         self.at_mono_ms = mono_ms + DELAY_FOR_A_SLEEP_MS
-        if self.pending and self.pending[0].resend_at_mono is not None and mono_ms < self.pending[0].resend_at_mono:
-            return  # still sleeping before the resend
         while self.pending:
             head = self.pending[0]
             if head.status == "SUCCESS":
@@ -420,26 +439,40 @@ class HandlePutResultTask:
                 self.pending.popleft()
             elif head.status == "SKIP":
                 self.pending.popleft()
-            else:  # EXCEPTION: doResend after sleeping min(resendCount * 100, 60 s)
+            else:  # EXCEPTION: doResend, which first sleeps min(resendCount * 100, 60 s)
                 if head.resend_at_mono is None:
-                    sleep_ms = min(head.resend_count * 100, 60_000) if self.svc.era4 else min(
-                        (head.resend_count + 1) * 100, 60_000)
-                    head.resend_count += 1
-                    head.resend_at_mono = mono_ms + sleep_ms
+                    self._start_sleep(head, mono_ms)
                 if mono_ms < head.resend_at_mono:
                     return
                 head.resend_at_mono = None
                 self._resend(head)
-                if head.status == "EXCEPTION":
+                if self.dead:
                     return
 
+    def _start_sleep(self, head: PutResultProcess, mono_ms: int) -> None:
+        """4.9.8 sleeps ``resendCount++ * 100``, 5.x ``incrementAndGet() * 100``; the count moves before the sleep."""
+        count = head.resend_count if self.svc.era4 else head.resend_count + 1
+        head.resend_count += 1
+        head.resend_at_mono = mono_ms + min(count * 100, 60_000)
+
     def _resend(self, head: PutResultProcess) -> None:
+        """PutResultProcess.doResend after its sleep: look the message up again and put it synchronously.
+        Whatever the rebuild or the put throws is caught and leaves the head EXCEPTION (retried)."""
         svc = self.svc
         msg_ext = svc.store.look_message_by_offset(head.physic_offset, head.physic_size)
-        if msg_ext is None:
-            head.status = "SKIP" if head.resend_count > 6 else "EXCEPTION"
+        if msg_ext is None:  # need2Skip: resendCount > 2 x scheduleAsyncDeliverMaxResendNum2Blocked
+            head.status = "SKIP" if head.resend_count > 2 * svc.max_resend_num_to_block else "EXCEPTION"
+            svc.log(f"ScheduleMessageService resend not found message, level {self.level} offset {head.offset}")
             return
-        inner = svc.message_timeup(msg_ext)
+        try:
+            inner = svc.message_timeup(msg_ext)
+        except (KeyError, ValueError) as error:  # what messageTimeup can throw here (REAL_QID, a corrupt read)
+            head.status = "EXCEPTION"
+            svc.log(f"Resend message error, level {self.level} offset {head.offset}: {error!r}")
+            if svc.m_resend_exception_escapes:
+                # The exception leaves run(): the executor never reschedules this level's handler.
+                self.dead = True
+            return
         result = svc.put_due_message(inner)
-        svc._delivered(inner, self.level, head.due_ms, result, head.offset)
+        svc._delivered(inner, self.level, head.due_ms, result, head.offset, resend=True)
         head.status = "SUCCESS" if result.is_ok else "EXCEPTION"

@@ -61,6 +61,12 @@ RMQ_SYS_BENCHMARK_TOPIC = "BenchmarkTest"
 RMQ_SYS_OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
 RMQ_SYS_TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
 REPLY_TOPIC_POSTFIX = "REPLY_TOPIC"
+SYSTEM_TOPIC_PREFIX = "rmq_sys_"
+REVIVE_TOPIC_PREFIX = SYSTEM_TOPIC_PREFIX + "REVIVE_LOG_"  # PopAckConstants.REVIVE_TOPIC + cluster
+SYNC_BROKER_MEMBER_GROUP_PREFIX = SYSTEM_TOPIC_PREFIX + "SYNC_BROKER_MEMBER_"
+RMQ_SYS_TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
+RMQ_SYS_TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
+DEFAULT_REVIVE_QUEUE_NUM = 8  # BrokerConfig.reviveQueueNum
 SELF_TEST_TOPIC = RMQ_SYS_SELF_TEST_TOPIC
 BENCHMARK_TOPIC = RMQ_SYS_BENCHMARK_TOPIC
 OFFSET_MOVED_EVENT = RMQ_SYS_OFFSET_MOVED_EVENT
@@ -153,6 +159,8 @@ class TopicConfigManager(ConfigManager):
         cluster_topic_enable: bool = True,
         broker_topic_enable: bool = True,
         trace_topic_enable: bool = False,
+        system_topics_5x: bool = True,
+        revive_queue_num: int = DEFAULT_REVIVE_QUEUE_NUM,
         faults: FaultInjector = NO_FAULTS,
         persist_mode: str = PERSIST_5_3_3,
         json_shape: str = SHAPE_5X,
@@ -169,12 +177,15 @@ class TopicConfigManager(ConfigManager):
         self.default_topic_queue_nums = default_topic_queue_nums
         self.topic_config_table: dict[str, TopicConfig] = {}
         self.data_version = DataVersion.now(clock)
+        self.system_topics_5x = system_topics_5x
+        self.revive_queue_num = revive_queue_num
         self._add_built_in_topics(timer_wheel_enable, cluster_topic_enable, broker_topic_enable,
                                   trace_topic_enable)
 
     def _add_built_in_topics(self, timer_wheel_enable: bool, cluster_topic_enable: bool,
                              broker_topic_enable: bool, trace_topic_enable: bool) -> None:
-        """The topics the constructor creates (4.9.8 order; 5.x adds the timer topic)."""
+        """The topics ``init()`` creates, in its order: 4.9.8's set; 5.3.3 adds the POP revive topic, the
+        broker-member sync topic, the two transaction topics and the timer topic."""
         put = self._put
         put(TopicConfig(RMQ_SYS_SELF_TEST_TOPIC, 1, 1))
         if self.auto_create_topic_enable:
@@ -190,6 +201,12 @@ class TopicConfigManager(ConfigManager):
         if trace_topic_enable:
             put(TopicConfig(RMQ_SYS_TRACE_TOPIC, 1, 1))
         put(TopicConfig(f"{self.broker_cluster_name}_{REPLY_TOPIC_POSTFIX}", 1, 1))
+        if self.system_topics_5x:
+            revive = self.revive_queue_num
+            put(TopicConfig(REVIVE_TOPIC_PREFIX + self.broker_cluster_name, revive, revive))
+            put(TopicConfig(SYNC_BROKER_MEMBER_GROUP_PREFIX + self.broker_name, 1, 1, PERM_INHERIT))
+            put(TopicConfig(RMQ_SYS_TRANS_HALF_TOPIC, 1, 1))
+            put(TopicConfig(RMQ_SYS_TRANS_OP_HALF_TOPIC, 1, 1))
         if timer_wheel_enable:
             put(TopicConfig(TIMER_TOPIC, TIMER_TOPIC_QUEUE_NUM, TIMER_TOPIC_QUEUE_NUM))
 

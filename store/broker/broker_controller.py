@@ -84,13 +84,14 @@ class BrokerController:
             auto_create_topic_enable=self.broker_config.auto_create_topic_enable,
             default_topic_queue_nums=self.broker_config.default_topic_queue_nums,
             timer_wheel_enable=self.store_config.timer_wheel_enable and not era4,
+            system_topics_5x=not era4,
             **common,
         )
         self.subscription_group_manager = SubscriptionGroupManager(
             disk, clock, auto_create_subscription_group=self.broker_config.auto_create_subscription_group, **common
         )
         self.consumer_offset_manager = ConsumerOffsetManager(disk, clock, **common)
-        self.message_store = DefaultMessageStore(disk, self.store_config, clock, faults, log)
+        self.message_store = DefaultMessageStore(disk, self.store_config, clock, faults, log, mutants=mutants)
         self.schedule_message_service = ScheduleMessageService(self.message_store, mutants=mutants,
                                                                persist_mode=persist_mode)
         self.consumer_manager = ConsumerManager()
@@ -154,16 +155,29 @@ class BrokerController:
                 self.offset_persist_service, self.hold_service, *timer]
 
     def shutdown(self) -> None:
-        """Graceful stop: the schedule service persists, the store flushes, offsets are persisted."""
+        """Graceful stop, in each tag's order.
+
+        4.9.8: ``DefaultMessageStore.shutdown`` stops the schedule service first (it persists), then the store;
+        the broker then persists consumer offsets only. 5.3.3 (``shutdownBasicService``): the timer store, the
+        message store, ``scheduleMessageService.persist(); shutdown()`` (whose stop() persists again), then
+        topics, subscription groups and consumer offsets."""
         self.started = False
         self.pull_processor.drop_held()
+        svc = self.schedule_message_service
+        if self.store_config.is_era_4:
+            svc.shutdown()
+            self.message_store.shutdown()
+            self.consumer_offset_manager.persist()
+            return
         if self.timer_message_store is not None:
             self.timer_message_store.shutdown()  # first, as RocketMQ does: checkpoint prepared and forced
-        self.schedule_message_service.shutdown()
         self.message_store.shutdown()
-        self.consumer_offset_manager.persist()
+        if not svc.m_no_persist_at_shutdown:
+            svc.persist()
+        svc.shutdown()
         self.topic_config_manager.persist()
         self.subscription_group_manager.persist()
+        self.consumer_offset_manager.persist()
 
     def set_mono(self, mono_ms: int) -> None:
         """Tell request processing what time it is (long-polling timestamps)."""
@@ -206,8 +220,14 @@ class BrokerController:
         min_offset = store.get_min_offset_in_queue(topic, queue_id)
         cq = store.get_consume_queue(topic, queue_id)
         unit = cq.get_unit(0) if cq else None
-        in_disk = unit is not None and store.check_in_disk_by_commit_offset(unit[0])
-        if min_offset <= 0 and not in_disk:
+        if self.store_config.is_era_4:
+            # 4.9.8: !checkInDiskByConsumeOffset(topic, q, 0) -- a queue without unit 0 counts as young.
+            young = not (unit is not None and store.check_in_disk_by_commit_offset(unit[0]))
+        else:
+            # 5.3.3: checkInMemByConsumeOffset(topic, q, 0, 1) -- unit 0 must exist and its message be in memory.
+            young = (unit is not None and store.commit_log.get_message(unit[0], unit[1]) is not None
+                     and not store.check_in_disk_by_commit_offset(unit[0]))
+        if min_offset <= 0 and young:
             return 0  # a young queue: start from the beginning
         raise MQBrokerException(ResponseCode.QUERY_NOT_FOUND, "Not found, maybe this group consumer boot first")
 

@@ -74,7 +74,9 @@ class SendMessageProcessor:
     def send_message(self, msg: codec.MessageExt, default_topic: str = AUTO_CREATE_TOPIC_KEY_TOPIC,
                      client_default_topic_queue_nums: int = 4) -> PutMessageResult:
         """msgCheck + handleRetryAndDLQ + putMessage; raises MQBrokerException for error answers."""
-        if not self.broker_writeable():
+        # msgCheck: a broker that is not writeable refuses only sends to order topics (route data steers the
+        # others away); the store's own writeable flag still refuses every put (SERVICE_NOT_AVAILABLE).
+        if not self.broker_writeable() and self.topics.is_order_topic(msg.topic):
             raise MQBrokerException(ResponseCode.NO_PERMISSION, "the broker sending message is forbidden")
         tc = self.topics.select_topic_config(msg.topic)
         if tc is None:
@@ -85,7 +87,8 @@ class SendMessageProcessor:
             if tc is None:
                 raise MQBrokerException(ResponseCode.TOPIC_NOT_EXIST, f"topic[{msg.topic}] not exist, apply first")
         if msg.queue_id >= max(tc.read_queue_nums, tc.write_queue_nums):
-            raise MQBrokerException(ResponseCode.SYSTEM_ERROR, f"queueId {msg.queue_id} is illegal")
+            code = ResponseCode.SYSTEM_ERROR if self.era4 else ResponseCode.INVALID_PARAMETER  # 5.x msgCheck
+            raise MQBrokerException(code, f"request queueId[{msg.queue_id}] is illegal")
         if msg.queue_id < 0:
             msg.queue_id = self.rng.randrange(1 << 31) % tc.write_queue_nums
         if msg.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):

@@ -40,6 +40,14 @@ def test_a_mutant_nobody_catches_is_named_and_exits_1(capsys):
     assert "**NOT CAUGHT**" in out and "NOT CAUGHT: commit_max_offset" in out
 
 
+def test_a_fidelity_only_mutant_is_pinned_not_hunted_and_not_counted_as_caught(capsys):
+    assert main(["mutants", "--mutant", "physic_ts_every_flush", "--max-seeds", "1"]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("| `physic_ts_every_flush`"))
+    assert "no invariant (fidelity)" in row and "tests/store/test_store_faithful.py" in row
+    assert "0 of 0 mutants caught" in out and "FIDELITY ONLY (not counted): physic_ts_every_flush" in out
+
+
 def test_mutants_bad_input_exits_2(capsys):
     assert main(["mutants", "--mutant", "no_such_bug"]) == 2
     assert "unknown mutant 'no_such_bug'" in capsys.readouterr().err

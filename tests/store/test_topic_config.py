@@ -68,7 +68,8 @@ def test_built_in_topics_exist_but_are_not_persisted_until_the_first_change():
     table = m.topic_config_table
     assert list(table) == ["SELF_TEST_TOPIC", "TBW102", "BenchmarkTest", "DefaultCluster", "broker-a",
                            "OFFSET_MOVED_EVENT", "SCHEDULE_TOPIC_XXXX", "DefaultCluster_REPLY_TOPIC",
-                           "rmq_sys_wheel_timer"]
+                           "rmq_sys_REVIVE_LOG_DefaultCluster", "rmq_sys_SYNC_BROKER_MEMBER_broker-a",
+                           "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC", "rmq_sys_wheel_timer"]
     tbw = table[AUTO_CREATE_TOPIC_KEY_TOPIC]
     assert (tbw.read_queue_nums, tbw.write_queue_nums, tbw.perm) == (8, 8, 7)
     schedule = table[RMQ_SYS_SCHEDULE_TOPIC]
