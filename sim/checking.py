@@ -39,6 +39,7 @@ def context_of(world) -> RunContext:
         timer_precision_ms=b.timer_precision_ms,
         duplicate_window_ms=window,
         extra={"tags_of": tags_of},
+        era=world.store_config.era,
     )
 
 
