@@ -284,17 +284,23 @@ def check_per_level_order(ix: _Index, ctx: RunContext) -> dict:
 
 
 # --- dlq_after_max_retries -----------------------------------------------------------------------------------
-def _dead_lettered_late_by_4x_fallback(ix: _Index, events: list[dict], group: str, dead: dict, limit: int,
-                                       ctx: RunContext) -> str | None:
-    """4.9.8's producer fallback (ROCKETMQ.md 4.3): the client sends RECONSUME_TIME r+1 and the broker
-    dead-letters at r+1 >= limit, one attempt early, but ``sendMessage`` restores the request's properties, so
-    the DLQ copy keeps DELAY = 3 + r and reaches %DLQ%group through SCHEDULE_TOPIC_XXXX one level-delay later.
-    None if ``dead`` is exactly that; else why not (a sentence)."""
-    via = next((e for e in events if e["kind"] == "deliver" and e["seq"] > dead["seq"]), None)
-    if via is None or via["topic"] != f"%DLQ%{group}" or via["seq"] > dead["seq"] + 2:
-        return "it did not come through SCHEDULE_TOPIC_XXXX"
-    r = limit - 1
+def _copy_key(c: dict) -> tuple:
+    return c["group"], c.get("queue_topic", c["topic"]), c["queue_id"], c["queue_offset"]
+
+
+def _local_repeat(consumes: list[dict], c: dict) -> bool:
+    """``c`` consumed a stored copy consumed before: the client's local retry after both send-backs failed, with
+    reconsumeTimes raised in memory (ROCKETMQ.md 4.2). The broker's copy still carries the old count."""
+    return any(p["seq"] < c["seq"] and _copy_key(p) == _copy_key(c) for p in consumes)
+
+
+def _late_by_4x_fallback(ix: _Index, events: list[dict], group: str, dead: dict, r: int,
+                         ctx: RunContext) -> str | None:
+    """4.9.8's producer fallback of attempt ``r`` (ROCKETMQ.md 4.3): ``sendMessage`` restores the request's
+    properties after handleRetryAndDLQ, so the DLQ copy keeps DELAY = 3 + r and reaches %DLQ%group through
+    SCHEDULE_TOPIC_XXXX exactly one level-delay after the send-back. None if ``dead`` is that; else why not."""
     level = min(3 + r, ctx.max_delay_level)
+    via = next(e for e in events if e["kind"] == "deliver" and e["seq"] > dead["seq"])
     if via["level"] != level:
         return f"it waited at level {via['level']}, not the client's level {level} (3 + reconsumeTimes {r})"
     cause = next((b for b in reversed(events) if b["kind"] == "send_back" and b["group"] == group
@@ -308,6 +314,47 @@ def _dead_lettered_late_by_4x_fallback(ix: _Index, events: list[dict], group: st
               and (e["kind"] in ("crash", "restart") or (e["kind"] == "fault" and e.get("site") == "clock"))]
     if not faults and not need <= since <= need + SEND_BACK_TO_DLQ_MS:
         return f"it arrived {since} ms after its send-back, not one level-{level} delay ({need} ms) later"
+    return None
+
+
+def _dead_letter_problem(ix: _Index, events: list[dict], consumes: list[dict], group: str, dead: dict,
+                         limit: int, ctx: RunContext) -> str | None:
+    """Why ``dead`` is not a dead letter RocketMQ stores (None: it is one). consumerSendMsgBack dead-letters the
+    copy whose stored reconsumeTimes reached ``limit``, at once, with reconsumeTimes limit + 1. The producer
+    fallback sends the client's count r + 1 (raised in memory by local retries): 5.x dead-letters when
+    r + 1 > limit, at once; 4.9.8 when r + 1 >= limit, one level-delay late through the schedule topic."""
+    rt = dead["reconsume_times"]
+    failed = [c for c in consumes if c["seq"] < dead["seq"] and c["status"] != CONSUME_SUCCESS]
+    count = (f"dead-lettered with reconsumeTimes {rt} after {len([c for c in consumes if c['seq'] < dead['seq']])}"
+             f" attempt(s); expected exactly {limit + 1} failed attempts and reconsumeTimes {limit + 1}")
+    era4 = ctx.era.startswith("4.")
+    via = next((e for e in events if e["kind"] == "deliver" and e["seq"] > dead["seq"]), None)
+    if era4 and via is not None and via["topic"] == f"%DLQ%{group}" and via["seq"] <= dead["seq"] + 2:
+        r = rt - 1
+        why_not = _late_by_4x_fallback(ix, events, group, dead, r, ctx)
+        trigger = [c for c in failed if c["reconsume_times"] == r]
+        if why_not is None and (r < limit - 1 or not trigger
+                                or (r > limit - 1 and not _local_repeat(consumes, trigger[-1]))):
+            why_not = f"attempt {r} is not the first to reach RECONSUME_TIME >= {limit}"
+        return None if why_not is None else f"{count} (not 4.9.8's producer fallback: {why_not})"
+    cause = next((b for b in events if b["kind"] == "send_back" and b["group"] == group and b["seq"] > dead["seq"]),
+                 None)
+    if not era4 and cause is not None and cause.get("path") == "producer-fallback" and cause["result"] == "ok":
+        r = cause["reconsume_times"]
+        trigger = [c for c in failed if c["reconsume_times"] == r]
+        first = r == limit or (r > limit and trigger and _local_repeat(consumes, trigger[-1]))
+        if rt != r + 1 or not trigger or not first:
+            return count
+    elif rt != limit + 1 or not any(c["reconsume_times"] == limit for c in failed):
+        return count + (" (not 4.9.8's producer fallback: it did not come through SCHEDULE_TOPIC_XXXX)"
+                        if era4 and rt == limit else "")
+    last = [c for c in failed if c["reconsume_times"] == rt - 1] or failed
+    backs = [b for b in events if b["kind"] == "send_back" and b["group"] == group
+             and last[-1]["seq"] < b["seq"] < dead["seq"]]
+    since = dead["t_ms"] - (backs[-1]["t_ms"] if backs else last[-1]["t_ms"])
+    if since > SEND_BACK_TO_DLQ_MS:
+        return (f"reached %DLQ%{group} {since} ms after its last send-back: it took another delay on the way "
+                f"(DELAY kept, #2724)")
     return None
 
 
@@ -333,7 +380,7 @@ def check_dlq_after_max_retries(ix: _Index, ctx: RunContext) -> dict:
             if not consumes and not dlqs:
                 continue
             checked += 1
-            too_many = [c for c in consumes if c["reconsume_times"] > limit]
+            too_many = [c for c in consumes if c["reconsume_times"] > limit and not _local_repeat(consumes, c)]
             if too_many:
                 c = too_many[0]
                 violations.append({"msg_id": msg_id, "group": group, "events": ix.quote(msg_id),
@@ -341,45 +388,14 @@ def check_dlq_after_max_retries(ix: _Index, ctx: RunContext) -> dict:
                                                   f"{limit} retries are allowed before the DLQ"})
                 continue
             for dead in dlqs:
-                # Both send-back paths dead-letter the (limit+1)th failure with reconsumeTimes limit+1, at once
-                # (5.x's producer fallback uses '>' and DELAY=-1). Only 4.9.8's producer fallback differs: one
-                # attempt early and one level-delay late, through the schedule topic (ROCKETMQ.md 4.3).
-                early = ctx.era.startswith("4.") and dead["reconsume_times"] == limit
-                why_not = _dead_lettered_late_by_4x_fallback(ix, events, group, dead, limit, ctx) if early else None
-                last_rt = limit - 1 if early and why_not is None else limit
-                last_fail = [c for c in consumes if c["seq"] < dead["seq"] and c["status"] != CONSUME_SUCCESS
-                             and c["reconsume_times"] == last_rt]
-                if dead["reconsume_times"] != last_rt + 1 or not last_fail:
-                    violations.append({"msg_id": msg_id, "group": group, "events": ix.quote(msg_id),
-                                       "explanation": f"dead-lettered with reconsumeTimes {dead['reconsume_times']} "
-                                                      f"after {len([c for c in consumes if c['seq'] < dead['seq']])} "
-                                                      f"attempt(s); expected exactly {limit + 1} failed attempts and "
-                                                      f"reconsumeTimes {limit + 1}"
-                                                      + (f" (not 4.9.8's producer fallback: {why_not})"
-                                                         if why_not else "")})
-                    break
-                if last_rt == limit - 1:
-                    after = [c for c in consumes if c["seq"] > dead["seq"]
-                             and not _repeat_after_a_crash(ix, consumes, c)]
+                problem = _dead_letter_problem(ix, events, consumes, group, dead, limit, ctx)
+                if problem is None:
+                    after = [c for c in consumes if c["seq"] > dead["seq"] and not _repeat_after_a_crash(ix, consumes, c)]
                     if after:
-                        violations.append({"msg_id": msg_id, "group": group, "events": ix.quote(msg_id),
-                                           "explanation": f"delivered to {group} as retry "
-                                                          f"{after[0]['reconsume_times']} after it was dead-lettered"})
-                        break
-                    continue  # late by design: the timing was checked against its level above
-                backs = [b for b in events if b["kind"] == "send_back" and b["group"] == group
-                         and b["seq"] < dead["seq"] and b["seq"] > last_fail[-1]["seq"]]
-                since = dead["t_ms"] - (backs[-1]["t_ms"] if backs else last_fail[-1]["t_ms"])
-                if since > SEND_BACK_TO_DLQ_MS:
+                        problem = f"delivered to {group} as retry {after[0]['reconsume_times']} after it was dead-lettered"
+                if problem is not None:
                     violations.append({"msg_id": msg_id, "group": group, "events": ix.quote(msg_id),
-                                       "explanation": f"reached %DLQ%{group} {since} ms after its last send-back: it "
-                                                      f"took another delay on the way (DELAY kept, #2724)"})
-                    break
-                after = [c for c in consumes if c["seq"] > dead["seq"] and not _repeat_after_a_crash(ix, consumes, c)]
-                if after:
-                    violations.append({"msg_id": msg_id, "group": group, "events": ix.quote(msg_id),
-                                       "explanation": f"delivered to {group} as retry {after[0]['reconsume_times']} "
-                                                      f"after it was dead-lettered"})
+                                       "explanation": problem})
                     break
     return _verdict(checked, violations)
 

@@ -375,10 +375,8 @@ class DefaultMQPushConsumer:
                      f"{result.next_begin_offset}")
             pull_request.next_offset = result.next_begin_offset
             pq.dropped = True
-            if self.era4:
-                self.execute_task_later(lambda: self._fix_offset_illegal(pull_request), OFFSET_ILLEGAL_FIX_DELAY_MS)
-            else:
-                self.execute_task_later(lambda: self._fix_offset_illegal(pull_request), 0)
+            delay_ms = OFFSET_ILLEGAL_FIX_DELAY_MS if self.era4 else 0  # 5.2.0+: executeTask, at once
+            self.execute_task_later(lambda: self._fix_offset_illegal(pull_request), delay_ms)
 
     def correct_tags_offset(self, pull_request: PullRequest) -> None:
         """Nothing cached: the next pull offset is as good as committed (it skipped unmatched messages)."""

@@ -250,7 +250,8 @@ def _ladder(h: H, msg_id: str, attempts: int, dlq_at_send_back: int | None = Non
     """``attempts`` failed attempts 10 s + ... apart, each sent back; the DLQ copy after the last one."""
     t = 2
     for k in range(attempts):
-        h.consume(t, msg_id, status="RECONSUME_LATER", reconsume_times=k, queue_topic="T" if k == 0 else "%RETRY%G")
+        h.consume(t, msg_id, status="RECONSUME_LATER", reconsume_times=k, queue_topic="T" if k == 0 else "%RETRY%G",
+                  queue_offset=k)  # each retry is a new copy in %RETRY%G
         if k == attempts - 1 and dlq_at_send_back is not None:
             h.dlq(t + dlq_at_send_back, msg_id, attempts if dlq_rt is None else dlq_rt)
         h.send_back(t, msg_id, k)
@@ -328,6 +329,30 @@ def test_dlq_5x_fallback_is_held_to_the_rpc_rule():
           path="producer-fallback")
     assert_fails("dlq_after_max_retries", h, A, "reconsumeTimes 2", "expected exactly 3 failed attempts")
     assert_fails("dlq_after_max_retries", h, A, "not 4.9.8's producer fallback", context=ERA4)
+
+
+def _local_retry_then_fallback(queue_offset: int) -> H:
+    # Attempt 2 (the last allowed) fails and both send-backs fail: the client retries the same copy 5 s later
+    # with reconsumeTimes 3 in memory; that attempt's producer fallback sends RECONSUME_TIME 4 > 2: the DLQ.
+    h = _ladder(H().send(0, A), A, 2)
+    h.consume(40_202, A, status="RECONSUME_LATER", reconsume_times=2, queue_topic="%RETRY%G", queue_offset=2)
+    h.send_back(40_202, A, 2, result="failed")
+    h.add(40_202, "send_back", group="G", msg_id=A, reconsume_times=2, delay_level=5, result="failed",
+          path="producer-fallback")
+    h.add(40_202, "send_back", group="G", msg_id=A, reconsume_times=3, delay_level=0, result="ok", path="local-retry")
+    h.consume(45_202, A, status="RECONSUME_LATER", reconsume_times=3, queue_topic="%RETRY%G",
+              queue_offset=queue_offset)
+    h.send_back(45_202, A, 3, result="failed").dlq(45_202, A, 4)
+    return h.add(45_202, "send_back", group="G", msg_id=A, reconsume_times=3, delay_level=6, result="ok",
+                 path="producer-fallback")
+
+
+def test_dlq_holds_for_a_local_retry_counted_in_memory_then_the_fallback():
+    assert_holds("dlq_after_max_retries", _local_retry_then_fallback(queue_offset=2))
+
+
+def test_dlq_fails_for_a_new_copy_beyond_the_limit_even_after_a_local_retry():
+    assert_fails("dlq_after_max_retries", _local_retry_then_fallback(queue_offset=3), A, "given retry 3")
 
 
 def test_dlq_holds_for_a_retry_chain_forked_by_a_crash():
