@@ -72,6 +72,7 @@ class RunContext:
     timer_precision_ms: int = 1000
     duplicate_window_ms: int = 22_000  # persist windows: delay offsets + broker offsets + client offsets + slack
     extra: dict = field(default_factory=dict)
+    era: str = "5.3.3"  # the broker's and clients' RocketMQ version: the producer fallback's DLQ rule differs
 
     @classmethod
     def from_history(cls, events: list[dict], **facts) -> RunContext:
@@ -352,13 +353,78 @@ def check_per_level_order(ix: _Index, ctx: RunContext) -> dict:
 
 
 # --- dlq_after_max_retries -----------------------------------------------------------------------------------
-def _dead_lettered_by_fallback(events: list[dict], group: str, dead: dict, limit: int) -> bool:
-    """The DLQ copy came from the client's producer fallback for attempt limit-1: a send-back's event comes
-    right after the store it caused, so the first one after the DLQ copy tells which path stored it."""
+def _copy_key(c: dict) -> tuple:
+    return c["group"], c.get("queue_topic", c["topic"]), c["queue_id"], c["queue_offset"]
+
+
+def _local_repeat(consumes: list[dict], c: dict) -> bool:
+    """``c`` consumed a stored copy consumed before: the client's local retry after both send-backs failed, with
+    reconsumeTimes raised in memory (ROCKETMQ.md 4.2). The broker's copy still carries the old count."""
+    return any(p["seq"] < c["seq"] and _copy_key(p) == _copy_key(c) for p in consumes)
+
+
+def _late_by_4x_fallback(ix: _Index, events: list[dict], group: str, dead: dict, r: int,
+                         ctx: RunContext) -> str | None:
+    """4.9.8's producer fallback of attempt ``r`` (ROCKETMQ.md 4.3): ``sendMessage`` restores the request's
+    properties after handleRetryAndDLQ, so the DLQ copy keeps DELAY = 3 + r and reaches %DLQ%group through
+    SCHEDULE_TOPIC_XXXX exactly one level-delay after the send-back. None if ``dead`` is that; else why not."""
+    level = min(3 + r, ctx.max_delay_level)
+    via = next(e for e in events if e["kind"] == "deliver" and e["seq"] > dead["seq"])
+    if via["level"] != level:
+        return f"it waited at level {via['level']}, not the client's level {level} (3 + reconsumeTimes {r})"
+    cause = next((b for b in reversed(events) if b["kind"] == "send_back" and b["group"] == group
+                  and b["seq"] < dead["seq"] and b.get("path") == "producer-fallback" and b["result"] == "ok"
+                  and b["reconsume_times"] == r), None)
+    if cause is None:
+        return f"no producer-fallback send-back of attempt {r} preceded it"
+    since = dead["t_ms"] - cause["t_ms"]
+    need = ctx.level_delay_ms(level)
+    faults = [e for e in ix.events if cause["seq"] < e["seq"] < dead["seq"]
+              and (e["kind"] in ("crash", "restart") or (e["kind"] == "fault" and e.get("site") == "clock"))]
+    if not faults and not need <= since <= need + SEND_BACK_TO_DLQ_MS:
+        return f"it arrived {since} ms after its send-back, not one level-{level} delay ({need} ms) later"
+    return None
+
+
+def _dead_letter_problem(ix: _Index, events: list[dict], consumes: list[dict], group: str, dead: dict,
+                         limit: int, ctx: RunContext) -> str | None:
+    """Why ``dead`` is not a dead letter RocketMQ stores (None: it is one). consumerSendMsgBack dead-letters the
+    copy whose stored reconsumeTimes reached ``limit``, at once, with reconsumeTimes limit + 1. The producer
+    fallback sends the client's count r + 1 (raised in memory by local retries): 5.x dead-letters when
+    r + 1 > limit, at once; 4.9.8 when r + 1 >= limit, one level-delay late through the schedule topic."""
+    rt = dead["reconsume_times"]
+    failed = [c for c in consumes if c["seq"] < dead["seq"] and c["status"] != CONSUME_SUCCESS]
+    count = (f"dead-lettered with reconsumeTimes {rt} after {len([c for c in consumes if c['seq'] < dead['seq']])}"
+             f" attempt(s); expected exactly {limit + 1} failed attempts and reconsumeTimes {limit + 1}")
+    era4 = ctx.era.startswith("4.")
+    via = next((e for e in events if e["kind"] == "deliver" and e["seq"] > dead["seq"]), None)
+    if era4 and via is not None and via["topic"] == f"%DLQ%{group}" and via["seq"] <= dead["seq"] + 2:
+        r = rt - 1
+        why_not = _late_by_4x_fallback(ix, events, group, dead, r, ctx)
+        trigger = [c for c in failed if c["reconsume_times"] == r]
+        if why_not is None and (r < limit - 1 or not trigger
+                                or (r > limit - 1 and not _local_repeat(consumes, trigger[-1]))):
+            why_not = f"attempt {r} is not the first to reach RECONSUME_TIME >= {limit}"
+        return None if why_not is None else f"{count} (not 4.9.8's producer fallback: {why_not})"
     cause = next((b for b in events if b["kind"] == "send_back" and b["group"] == group and b["seq"] > dead["seq"]),
                  None)
-    return (dead["reconsume_times"] == limit and cause is not None and cause.get("path") == "producer-fallback"
-            and cause["result"] == "ok" and cause["reconsume_times"] == limit - 1)
+    if not era4 and cause is not None and cause.get("path") == "producer-fallback" and cause["result"] == "ok":
+        r = cause["reconsume_times"]
+        trigger = [c for c in failed if c["reconsume_times"] == r]
+        first = r == limit or (r > limit and trigger and _local_repeat(consumes, trigger[-1]))
+        if rt != r + 1 or not trigger or not first:
+            return count
+    elif rt != limit + 1 or not any(c["reconsume_times"] == limit for c in failed):
+        return count + (" (not 4.9.8's producer fallback: it did not come through SCHEDULE_TOPIC_XXXX)"
+                        if era4 and rt == limit else "")
+    last = [c for c in failed if c["reconsume_times"] == rt - 1] or failed
+    backs = [b for b in events if b["kind"] == "send_back" and b["group"] == group
+             and last[-1]["seq"] < b["seq"] < dead["seq"]]
+    since = dead["t_ms"] - (backs[-1]["t_ms"] if backs else last[-1]["t_ms"])
+    if since > SEND_BACK_TO_DLQ_MS:
+        return (f"reached %DLQ%{group} {since} ms after its last send-back: it took another delay on the way "
+                f"(DELAY kept, #2724)")
+    return None
 
 
 def _repeat_after_a_crash(ix: _Index, consumes: list[dict], again: dict) -> bool:
@@ -383,7 +449,7 @@ def check_dlq_after_max_retries(ix: _Index, ctx: RunContext) -> dict:
             if not consumes and not dlqs:
                 continue
             checked += 1
-            too_many = [c for c in consumes if c["reconsume_times"] > limit]
+            too_many = [c for c in consumes if c["reconsume_times"] > limit and not _local_repeat(consumes, c)]
             if too_many:
                 c = too_many[0]
                 violations.append({"msg_id": msg_id, "group": group, "events": ix.quote(msg_id),
@@ -391,41 +457,28 @@ def check_dlq_after_max_retries(ix: _Index, ctx: RunContext) -> dict:
                                                   f"{limit} retries are allowed before the DLQ"})
                 continue
             for dead in dlqs:
-                # The normal path dead-letters the (limit+1)th failure; the producer fallback after a failed
-                # send-back stores RECONSUME_TIME r+1 and the broker dead-letters it when r+1 >= limit: one
-                # attempt earlier (ROCKETMQ.md 4.3).
-                last_rt = limit - 1 if _dead_lettered_by_fallback(events, group, dead, limit) else limit
-                last_fail = [c for c in consumes if c["seq"] < dead["seq"] and c["status"] != CONSUME_SUCCESS
-                             and c["reconsume_times"] == last_rt]
-                if dead["reconsume_times"] != last_rt + 1 or not last_fail:
+                problem = _dead_letter_problem(ix, events, consumes, group, dead, limit, ctx)
+                if problem is None:
+                    after = [c for c in consumes if c["seq"] > dead["seq"] and not _repeat_after_a_crash(ix, consumes, c)]
+                    if after:
+                        problem = f"delivered to {group} as retry {after[0]['reconsume_times']} after it was dead-lettered"
+                if problem is not None:
                     violations.append({"msg_id": msg_id, "group": group, "events": ix.quote(msg_id),
-                                       "explanation": f"dead-lettered with reconsumeTimes {dead['reconsume_times']} "
-                                                      f"after {len([c for c in consumes if c['seq'] < dead['seq']])} "
-                                                      f"attempt(s); expected exactly {limit + 1} failed attempts and "
-                                                      f"reconsumeTimes {limit + 1}"})
-                    break
-                backs = [b for b in events if b["kind"] == "send_back" and b["group"] == group
-                         and b["seq"] < dead["seq"] and b["seq"] > last_fail[-1]["seq"]]
-                since = dead["t_ms"] - (backs[-1]["t_ms"] if backs else last_fail[-1]["t_ms"])
-                if since > SEND_BACK_TO_DLQ_MS:
-                    violations.append({"msg_id": msg_id, "group": group, "events": ix.quote(msg_id),
-                                       "explanation": f"reached %DLQ%{group} {since} ms after its last send-back: it "
-                                                      f"took another delay on the way (DELAY kept, #2724)"})
-                    break
-                after = [c for c in consumes if c["seq"] > dead["seq"] and not _repeat_after_a_crash(ix, consumes, c)]
-                if after:
-                    violations.append({"msg_id": msg_id, "group": group, "events": ix.quote(msg_id),
-                                       "explanation": f"delivered to {group} as retry {after[0]['reconsume_times']} "
-                                                      f"after it was dead-lettered"})
+                                       "explanation": problem})
                     break
     return _verdict(checked, violations)
 
 
 # --- retry_schedule ------------------------------------------------------------------------------------------
 def check_retry_schedule(ix: _Index, ctx: RunContext) -> dict:
+    """Retry k comes no sooner than its level's delay after the send-back of attempt k-1 (level 3 + (k-1), or
+    the level the send-back named). The deliver time is the store time plus the delay on the broker's wall
+    clock (ROCKETMQ.md 11), so a forward step in between shortens the wait by its size, legitimately; after a
+    backwards step correctDeliverTimestamp may deliver at once."""
     violations = []
     checked = 0
     step_times = [e["t_ms"] for e in ix.clock_steps if e.get("by_ms", 0) < 0]
+    forward_steps = [(e["seq"], e["by_ms"]) for e in ix.clock_steps if e.get("by_ms", 0) > 0]
     for msg_id, events in ix.by_msg.items():
         copies_seen: set[tuple] = set()
         for i, c in enumerate(events):
@@ -446,13 +499,17 @@ def check_retry_schedule(ix: _Index, ctx: RunContext) -> dict:
             if any(sent_back["t_ms"] <= t <= c["t_ms"] for t in step_times):
                 continue  # a backwards clock step in between: correctDeliverTimestamp may deliver early
             checked += 1
-            level = min(3 + (k - 1), ctx.max_delay_level)
+            named = sent_back.get("delay_level") or 0  # cleanExpireMsg names level 3; 0: the broker's 3 + r
+            level = min(named if named > 0 else 3 + (k - 1), ctx.max_delay_level)
             need = ctx.level_delay_ms(level)
+            stepped = sum(by for seq, by in forward_steps if sent_back["seq"] < seq < c["seq"])
             waited = c["t_ms"] - sent_back["t_ms"]
-            if waited < need:
+            if waited < need - stepped:
                 violations.append({"msg_id": msg_id, "group": c["group"], "events": ix.quote(msg_id),
                                    "explanation": f"retry {k} came {waited} ms after its send-back; level {level} "
-                                                  f"({need} ms) had not elapsed"})
+                                                  f"({need} ms) had not elapsed"
+                                                  + (f", even less the {stepped} ms the broker clock stepped forward"
+                                                     if stepped else "")})
     return _verdict(checked, violations)
 
 

@@ -80,6 +80,8 @@ MUTANTS: dict[str, str] = {
 NOT_MODELLED: dict[str, str] = {
     "no_correct_delay_offset": "needs consume-queue truncation, which the model does not have",
     "no_correct_deliver_timestamp": "needs wall-clock steps, which the model does not have",
+    "fallback_dlq_ge": "the model has one send-back path (the broker's); the producer fallback is not modelled",
+    "no_contains_message_check": "needs consumeTimeout and cleanExpireMsg, which the model does not have",
     "timer_no_queue_offset_clamp": "the timer wheel is not modelled",
     "timer_drop_after_first_failure": "the timer wheel is not modelled",
     "timer_read_time_early": "the timer wheel is not modelled",

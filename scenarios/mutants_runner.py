@@ -32,6 +32,8 @@ PREFERRED: dict[str, tuple[str, ...]] = {
     "dlq_threshold_gt": ("retry-ladder-to-dlq",),
     "retry_level_2_plus_r": ("retry-ladder-to-dlq", "retries-with-flaky-consumers"),
     "commit_on_failed_send_back": ("flaky-consumer-broker-crash",),
+    "fallback_dlq_ge": ("retry-fallback-to-dlq",),
+    "no_contains_message_check": ("slow-listener-expired-retry",),
     "commit_max_offset": ("consumer-crash",),
     "timer_no_queue_offset_clamp": ("timer-power-failure",),
     "timer_drop_after_first_failure": ("timer-put-failures",),

@@ -19,6 +19,7 @@ def context_of(world, events: list[dict] | None = None) -> RunContext:
         end_ms=scenario.duration_ms + scenario.drain_ms,
         timer_precision_ms=b.timer_precision_ms,
         duplicate_window_ms=window,
+        era=world.store_config.era,
     )
 
 

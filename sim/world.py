@@ -383,7 +383,7 @@ class World:
             SimNetwork(self, owner), self.clock, consumer_group=spec.group, client_id=f"{owner}@sim",
             message_model=spec.model, max_reconsume_times=spec.max_reconsume_times,
             consume_from_where=spec.consume_from_where, offset_store_disk=self.client_disk,
-            rng=self.rngs.stream(f"{owner}/client/{self.now_mono()}"), mutants=self.mutants,
+            rng=self.rngs.stream(f"{owner}/client/{self.now_mono()}"), era=self.store_config.era, mutants=self.mutants,
             events=lambda kind, fields, o=owner: self._client_event(o, kind, fields),
         )
         consumer.subscribe(spec.topic, spec.subscription)

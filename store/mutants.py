@@ -27,6 +27,8 @@ CATALOGUE: dict[str, str] = {
     "dlq_threshold_gt": "'>' instead of '>=' for max reconsume times: one retry too many before the DLQ",
     "retry_level_2_plus_r": "retry level 2 + reconsumeTimes instead of 3 + reconsumeTimes",
     "commit_on_failed_send_back": "client-go #976 / client-cpp #209: the offset is committed although send-back failed",
+    "fallback_dlq_ge": "5.x handleRetryAndDLQ with 4.x's '>=' (RIP-32 made it '>'): the fallback dead-letters a retry early",
+    "no_contains_message_check": "#5481 (<5.1.0): a result for a message cleanExpireMsg already sent back is sent back again",
     # Offsets
     "commit_max_offset": "commit the largest instead of the smallest un-acked offset of a ProcessQueue",
     # Timer wheel

@@ -1,7 +1,11 @@
 """SendMessageProcessor: producer sends (with handleRetryAndDLQ) and consumerSendMsgBack (4.3).
 
 Both end in the store's put path, where a positive DELAY reroutes the copy to
-SCHEDULE_TOPIC_XXXX; a dead letter gets ``DELAY=0`` (4.9.2+, #2724) so it lands at once.
+SCHEDULE_TOPIC_XXXX. consumerSendMsgBack's dead letter gets ``DELAY=0`` (4.9.2+, #2724) so it lands
+at once. The producer fallback (a SEND_MESSAGE to ``%RETRY%group``) differs per era: 4.9.8
+dead-letters at ``reconsumeTimes >= max`` but ``sendMessage`` then puts the request's properties
+back, so the DLQ copy keeps the client's ``DELAY = 3 + r`` and detours through the schedule topic;
+5.x (RIP-32) dead-letters at ``reconsumeTimes > max`` with ``DELAY = -1``, at once.
 """
 
 from __future__ import annotations
@@ -63,12 +67,19 @@ class SendMessageProcessor:
         self.m_dlq_keeps_delay = "dlq_keeps_delay" in mutants
         self.m_dlq_threshold_gt = "dlq_threshold_gt" in mutants
         self.m_retry_level_2_plus_r = "retry_level_2_plus_r" in mutants
+        self.m_fallback_dlq_ge = "fallback_dlq_ge" in mutants
         self.dlq_perm = PERM_WRITE | PERM_READ  # 4.9.2+ (#2436); PERM_WRITE only before
 
     def _goes_to_dlq(self, reconsume_times: int, max_reconsume_times: int) -> bool:
         if self.m_dlq_threshold_gt:
             return reconsume_times > max_reconsume_times
         return reconsume_times >= max_reconsume_times
+
+    def _fallback_goes_to_dlq(self, reconsume_times: int, max_reconsume_times: int) -> bool:
+        """handleRetryAndDLQ: 5.x uses '>' (the client already counted this attempt in RECONSUME_TIME)."""
+        if self.era4 or self.m_fallback_dlq_ge:
+            return self._goes_to_dlq(reconsume_times, max_reconsume_times)
+        return reconsume_times > max_reconsume_times
 
     # --- producer sends --------------------------------------------------------------------
     def send_message(self, msg: codec.MessageExt, default_topic: str = AUTO_CREATE_TOPIC_KEY_TOPIC,
@@ -111,15 +122,17 @@ class SendMessageProcessor:
             max_reconsume_times = int(header_max)
         reconsume_times = int(msg.properties.get(codec.PROPERTY_RECONSUME_TIME) or 0)
         msg.reconsume_times = reconsume_times
-        if self._goes_to_dlq(reconsume_times, max_reconsume_times):
+        if self._fallback_goes_to_dlq(reconsume_times, max_reconsume_times):
             dlq = get_dlq_topic(group)
             tc = self.topics.create_topic_in_send_message_back_method(dlq, DLQ_NUMS_PER_GROUP, self.dlq_perm, 0)
             if tc is None:
                 raise MQBrokerException(ResponseCode.SYSTEM_ERROR, f"topic[{dlq}] not exist")
             msg.topic = dlq
             msg.queue_id = self.rng.randrange(1 << 31) % DLQ_NUMS_PER_GROUP
-            if not self.m_dlq_keeps_delay:
-                msg.properties[codec.PROPERTY_DELAY_TIME_LEVEL] = "0"
+            # 4.9.8: setDelayTimeLevel(0) is undone when sendMessage restores the request's properties, so the
+            # copy keeps the client's DELAY and the put path parks it in SCHEDULE_TOPIC_XXXX (REAL_TOPIC = the DLQ).
+            if not self.era4 and not self.m_dlq_keeps_delay:
+                msg.properties[codec.PROPERTY_DELAY_TIME_LEVEL] = "-1"
 
     # --- consumerSendMsgBack ---------------------------------------------------------------
     def consumer_send_msg_back(self, group: str, commit_log_offset: int, delay_level: int,

@@ -127,6 +127,10 @@ class ConsumeMessageConcurrentlyService:
         else:
             failed: list[MessageExt] = []
             for msg in msgs[ack_index + 1 :]:
+                if consumer.check_contains_message and not request.process_queue.contains_message(msg):
+                    consumer.log(f"Message is not found in its process queue; skip send-back-procedure, "
+                                 f"queueOffset={msg.queue_offset}")
+                    continue  # 5.1.0+ (#5481): cleanExpireMsg already sent it back
                 if not self.send_message_back(msg, context):
                     msg.reconsume_times += 1
                     failed.append(msg)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from ..client_offset_file import OffsetFileCorrupt, read_offsets_file, write_offsets_file
+from ..config import ERA_5
 from ..disk import Disk
 from .api import BrokerClientApi, MessageQueue, MQBrokerException, ResponseCode
 from .errors import MQClientException
@@ -30,10 +31,13 @@ class _OffsetTable:
 
     def __init__(self, on_update: OffsetListener | None, log: Callable[[str], None] | None) -> None:
         self.offset_table: dict[MessageQueue, int] = {}
+        self.frozen: set[MessageQueue] = set()  # 5.2.0+ ControllableOffset.updateAndFreeze
         self.on_update = on_update
         self.log = log or _ignore
 
     def update_offset(self, mq: MessageQueue, offset: int, increase_only: bool) -> None:
+        if mq in self.frozen:
+            return  # ControllableOffset: frozen by updateAndFreeze until the entry is removed
         old = self.offset_table.get(mq)
         if old is None:
             new = offset
@@ -49,8 +53,16 @@ class _OffsetTable:
         """What readOffset(READ_FROM_STORE) loads: not a commit by this consumer, so no event."""
         self.offset_table[mq] = offset
 
+    def update_and_freeze_offset(self, mq: MessageQueue, offset: int) -> None:
+        """5.2.0+ OFFSET_ILLEGAL: set the corrected offset and ignore later updates until removeOffset."""
+        self.frozen.discard(mq)
+        self.update_offset(mq, offset, False)
+        self.frozen.add(mq)
+
     def remove_offset(self, mq: MessageQueue) -> None:
+        """removeOffset (both stores, 4.9.8 and 5.3.3, #7740): forget the queue's entry and its freeze."""
         self.offset_table.pop(mq, None)
+        self.frozen.discard(mq)
 
     def clone_offset_table(self, topic: str = "") -> dict[MessageQueue, int]:
         return {mq: off for mq, off in self.offset_table.items() if not topic or mq.topic == topic}
@@ -64,17 +76,19 @@ class RemoteBrokerOffsetStore(_OffsetTable):
         *,
         on_update: OffsetListener | None = None,
         log: Callable[[str], None] | None = None,
+        era: str = ERA_5,
     ) -> None:
         super().__init__(on_update, log)
         self.api = api
         self.group_name = group_name
+        self.era4 = era.startswith("4.")
 
     def load(self) -> None:
         """Nothing local to load: the broker holds the offsets."""
 
     def read_offset(self, mq: MessageQueue, read_type: str) -> int:
-        """-1: no offset (in memory, or the broker answered an error such as QUERY_NOT_FOUND);
-        -2: the broker could not be asked (network failure)."""
+        """-1: no offset (in memory, or the broker answered QUERY_NOT_FOUND; in 4.9.8 any error answer);
+        -2: the broker could not be asked (network failure) or, in 5.3.3, answered another error."""
         if read_type in (READ_FROM_MEMORY, MEMORY_FIRST_THEN_STORE):
             offset = self.offset_table.get(mq)
             if offset is not None:
@@ -85,9 +99,10 @@ class RemoteBrokerOffsetStore(_OffsetTable):
             try:
                 broker_offset = self.api.query_consumer_offset(self.group_name, mq.topic, mq.queue_id)
             except MQBrokerException as error:
-                if error.code != ResponseCode.QUERY_NOT_FOUND:
-                    self.log(f"fetchConsumeOffsetFromBroker error answer, {mq}: {error}")
-                return -1
+                if error.code == ResponseCode.QUERY_NOT_FOUND:
+                    return -1  # 5.3.3: OffsetNotFoundException
+                self.log(f"fetchConsumeOffsetFromBroker error answer, {mq}: {error}")
+                return -1 if self.era4 else -2
             except Exception as error:  # RemotingError and anything else: "could not ask"
                 self.log(f"fetchConsumeOffsetFromBroker exception, {mq}: {error}")
                 return -2
@@ -186,9 +201,6 @@ class LocalFileOffsetStore(_OffsetTable):
         offset = self.offset_table.get(mq)
         if offset is not None:
             self._write({mq: offset})
-
-    def remove_offset(self, mq: MessageQueue) -> None:
-        """A no-op, as in Java: a broadcasting consumer keeps every queue's offset."""
 
     def update_consume_offset_to_broker(self, mq: MessageQueue, offset: int, is_oneway: bool = True) -> None:
         """Broadcasting offsets never go to the broker."""

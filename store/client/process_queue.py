@@ -74,6 +74,10 @@ class ProcessQueue:
             self.consuming = True
         return dispatch
 
+    def contains_message(self, msg: MessageExt) -> bool:
+        """Still cached (5.1.0+, #5481): cleanExpireMsg may have sent it back and removed it meanwhile."""
+        return msg.queue_offset in self.msg_tree_map
+
     def get_max_span(self) -> int:
         if not self._offsets:
             return 0

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from ..clock import Clock
 from ..message import (
     PROPERTY_DELAY_TIME_LEVEL,
+    PROPERTY_MAX_RECONSUME_TIMES,
+    PROPERTY_RECONSUME_TIME,
     PROPERTY_TIMER_DELAY_MS,
     PROPERTY_TIMER_DELAY_SEC,
     PROPERTY_TIMER_DELIVER_MS,
@@ -25,6 +27,7 @@ from .errors import MQClientException
 from .message_client_id import MessageClientIDSetter
 
 CLIENT_INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
+RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 DEFAULT_TOPIC_QUEUE_NUMS = 4  # a producer's defaultTopicQueueNums, for a topic the broker creates on first send
 TOPIC_ROUTE_REFRESH_MS = 30_000  # pollNameServerInterval
 MAX_MESSAGE_SIZE = 4 * 1024 * 1024
@@ -161,4 +164,12 @@ class DefaultMQProducer:
         now = self.clock.now_ms()
         self.id_setter.set_uniq_id(msg, now)
         msg.born_timestamp = now
-        return self.api.send_message(msg, self.producer_group)
+        try:
+            return self.api.send_message(msg, self.producer_group)
+        finally:
+            if msg.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                # sendKernelImpl moves RECONSUME_TIME and MAX_RECONSUME_TIMES into the request header and clears
+                # them from the message (after the properties string was built): a second attempt sends neither,
+                # so the broker stores reconsumeTimes 0 and uses the group's retryMaxTimes.
+                msg.properties.pop(PROPERTY_RECONSUME_TIME, None)
+                msg.properties.pop(PROPERTY_MAX_RECONSUME_TIMES, None)

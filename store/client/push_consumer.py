@@ -13,11 +13,11 @@ import random
 from collections.abc import Callable
 
 from ..clock import Clock
+from ..config import ERA_5
 from ..disk import Disk, MemoryDisk
 from ..message import (
     PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_MAX_RECONSUME_TIMES,
-    PROPERTY_ORIGIN_MESSAGE_ID,
     PROPERTY_RECONSUME_TIME,
     PROPERTY_RETRY_TOPIC,
     PROPERTY_TRANSACTION_PREPARED,
@@ -56,7 +56,7 @@ from .subscription import SubscriptionData, build_subscription_data
 # DefaultMQPushConsumerImpl / MQClientInstance timings (ms)
 PULL_TIME_DELAY_MILLS_WHEN_EXCEPTION = 3000
 PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL = 50
-OFFSET_ILLEGAL_FIX_DELAY_MS = 10_000  # 4.9.8 executeTaskLater (develop: at once, with a frozen offset)
+OFFSET_ILLEGAL_FIX_DELAY_MS = 10_000  # 4.9.8 executeTaskLater (5.2.0+: at once, with a frozen offset)
 PERSIST_CONSUMER_OFFSET_INTERVAL_MS = 5000
 PERSIST_CONSUMER_OFFSET_FIRST_DELAY_MS = 10_000
 HEARTBEAT_BROKER_INTERVAL_MS = 30_000
@@ -96,6 +96,7 @@ class DefaultMQPushConsumer:
         offset_store_disk: Disk | None = None,
         offset_store_dir: str = ".rocketmq_offsets",
         rng: random.Random,
+        era: str = ERA_5,
         mutants: frozenset[str] = frozenset(),
         log: Callable[[str], None] | None = None,
         events: EventSink | None = None,
@@ -127,6 +128,11 @@ class DefaultMQPushConsumer:
         mutants = validate(mutants)
         self.m_commit_on_failed_send_back = "commit_on_failed_send_back" in mutants
         self.m_commit_max_offset = "commit_max_offset" in mutants
+        # The client's era: 5.1.0+ skips the send-back of a message no longer in its ProcessQueue (#5481);
+        # 5.2.0+ fixes an OFFSET_ILLEGAL offset at once and rebalances.
+        self.era = era
+        self.era4 = era.startswith("4.")
+        self.check_contains_message = not self.era4 and "no_contains_message_check" not in mutants
         self.log = log or _ignore
         self.events = events
         self.retry_topic = RETRY_GROUP_TOPIC_PREFIX + consumer_group
@@ -197,7 +203,7 @@ class DefaultMQPushConsumer:
                 on_update=self._offset_updated, log=self.log)
         else:
             store = RemoteBrokerOffsetStore(self.api, self.consumer_group, on_update=self._offset_updated,
-                                            log=self.log)
+                                            log=self.log, era=self.era)
         self.offset_store = store
         self.rebalance_impl.offset_store = store
         store.load()
@@ -369,7 +375,8 @@ class DefaultMQPushConsumer:
                      f"{result.next_begin_offset}")
             pull_request.next_offset = result.next_begin_offset
             pq.dropped = True
-            self.execute_task_later(lambda: self._fix_offset_illegal(pull_request), OFFSET_ILLEGAL_FIX_DELAY_MS)
+            delay_ms = OFFSET_ILLEGAL_FIX_DELAY_MS if self.era4 else 0  # 5.2.0+: executeTask, at once
+            self.execute_task_later(lambda: self._fix_offset_illegal(pull_request), delay_ms)
 
     def correct_tags_offset(self, pull_request: PullRequest) -> None:
         """Nothing cached: the next pull offset is as good as committed (it skipped unmatched messages)."""
@@ -377,10 +384,17 @@ class DefaultMQPushConsumer:
             self.offset_store.update_offset(pull_request.message_queue, pull_request.next_offset, True)
 
     def _fix_offset_illegal(self, pull_request: PullRequest) -> None:
+        """4.9.8 sets the offset; 5.2.0+ sets and freezes it (in-flight increase-only updates cannot undo it)
+        and rebalances at once, so the queue is pulled again from the fixed offset without waiting 20 s."""
         mq = pull_request.message_queue
-        self.offset_store.update_offset(mq, pull_request.next_offset, False)
+        if self.era4:
+            self.offset_store.update_offset(mq, pull_request.next_offset, False)
+        else:
+            self.offset_store.update_and_freeze_offset(mq, pull_request.next_offset)
         self.offset_store.persist(mq)
-        self.rebalance_impl.remove_process_queue(mq)
+        self.rebalance_impl.remove_process_queue(mq)  # also removes the offset, which ends the freeze
+        if not self.era4:
+            self.rebalance_immediately()
         self.log(f"fix the pull request offset, {mq} {pull_request.next_offset}")
 
     # --- consuming (the caller is the consume thread pool) -----------------------------------------------
@@ -433,9 +447,12 @@ class DefaultMQPushConsumer:
         self.emit_send_back(msg, 3 + msg.reconsume_times, "ok", "producer-fallback")
 
     def build_retry_message(self, msg: MessageExt) -> MessageExt:
-        """The producer fallback's copy for ``%RETRY%group`` (sendMessageBackAsNormalMessage)."""
-        props = dict(msg.properties)
-        props[PROPERTY_ORIGIN_MESSAGE_ID] = props.get(PROPERTY_ORIGIN_MESSAGE_ID) or msg.uniq_key or msg.msg_id
+        """The producer fallback's copy for ``%RETRY%group`` (sendMessageBackAsNormalMessage).
+
+        Java sets ORIGIN_MESSAGE_ID on the new message and then replaces its whole property map with the
+        consumed message's own map (shared, not copied): the copy carries no fresh ORIGIN_MESSAGE_ID, and
+        what follows is written into the consumed message too (ROCKETMQ.md 4.2)."""
+        props = msg.properties  # MessageAccessor.setProperties(newMsg, msg.getProperties())
         props[PROPERTY_RETRY_TOPIC] = msg.topic
         props[PROPERTY_RECONSUME_TIME] = str(msg.reconsume_times + 1)
         props[PROPERTY_MAX_RECONSUME_TIMES] = str(self.get_max_reconsume_times())

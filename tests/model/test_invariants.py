@@ -4,6 +4,8 @@ the simulator's shape (``sim/world.py``, ``store/client/push_consumer.py``)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from model.invariants import CHECKS, GroupInfo, RunContext, check_events
@@ -249,7 +251,8 @@ def _ladder(h: H, msg_id: str, attempts: int, dlq_at_send_back: int | None = Non
     """``attempts`` failed attempts 10 s + ... apart, each sent back; the DLQ copy after the last one."""
     t = 2
     for k in range(attempts):
-        h.consume(t, msg_id, status="RECONSUME_LATER", reconsume_times=k, queue_topic="T" if k == 0 else "%RETRY%G")
+        h.consume(t, msg_id, status="RECONSUME_LATER", reconsume_times=k, queue_topic="T" if k == 0 else "%RETRY%G",
+                  queue_offset=k)  # each retry is a new copy in %RETRY%G
         if k == attempts - 1 and dlq_at_send_back is not None:
             h.dlq(t + dlq_at_send_back, msg_id, attempts if dlq_rt is None else dlq_rt)
         h.send_back(t, msg_id, k)
@@ -267,14 +270,90 @@ def test_dlq_fails_one_retry_too_many():
     assert_fails("dlq_after_max_retries", h, A, "given retry 3", "at most 2 retries")
 
 
-def test_dlq_holds_one_attempt_early_through_the_producer_fallback():
-    # Attempt 1's send-back fails; the client's producer sends RECONSUME_TIME 2 >= 2: the broker dead-letters it.
+def _fallback_dlq_4x(t_dlq: int = 10_102 + 30_000, level: int = 4, via_schedule: bool = True) -> H:
+    """4.9.8: attempt 1's send-back fails; the producer fallback sends RECONSUME_TIME 2 >= 2 with DELAY 4: the
+    DLQ copy waits in SCHEDULE_TOPIC_XXXX level 4 (30 s) and then lands in %DLQ%G."""
+    h = _ladder(H().send(0, A), A, 1)
+    h.consume(10_102, A, status="RECONSUME_LATER", reconsume_times=1, queue_topic="%RETRY%G")
+    h.send_back(10_102, A, 1, result="failed")
+    h.store(10_102, A, topic="SCHEDULE_TOPIC_XXXX", queue_id=level - 1, reconsume_times=2)
+    h.add(10_102, "send_back", group="G", msg_id=A, reconsume_times=1, delay_level=4, result="ok",
+          path="producer-fallback")
+    h.dlq(t_dlq, A, 2)
+    if via_schedule:
+        h.deliver(t_dlq, A, level, due_ms=B0 + 10_102 + LEVELS[level], topic="%DLQ%G")
+    return h
+
+
+ERA4 = dataclasses.replace(ctx(), era="4.9.8")
+
+
+def test_dlq_holds_one_attempt_early_and_one_level_late_through_the_4x_producer_fallback():
+    assert_holds("dlq_after_max_retries", _fallback_dlq_4x(), ERA4)
+
+
+def test_dlq_4x_fallback_fails_when_the_early_copy_lands_at_once():
+    h = _fallback_dlq_4x(t_dlq=10_102, via_schedule=False)
+    assert_fails("dlq_after_max_retries", h, A, "expected exactly 3 failed attempts",
+                 "did not come through SCHEDULE_TOPIC_XXXX", context=ERA4)
+
+
+def test_dlq_4x_fallback_fails_for_another_level_or_more_than_one_level_delay():
+    h = _fallback_dlq_4x(t_dlq=10_102 + 60_000, level=5)
+    assert_fails("dlq_after_max_retries", h, A, "waited at level 5, not the client's level 4", context=ERA4)
+    h = _fallback_dlq_4x(t_dlq=10_102 + 60_000)
+    assert_fails("dlq_after_max_retries", h, A, "arrived 60000 ms after its send-back", "(30000 ms)", context=ERA4)
+
+
+def test_dlq_4x_fallback_fails_when_delivered_after_the_dead_letter():
+    h = _fallback_dlq_4x().consume(50_000, A, reconsume_times=2, queue_topic="%RETRY%G")
+    assert_fails("dlq_after_max_retries", h, A, "as retry 2 after it was dead-lettered", context=ERA4)
+
+
+def test_dlq_5x_fallback_is_held_to_the_rpc_rule():
+    # 5.3.3 (RIP-32): '>' and DELAY=-1: the fallback of attempt 2 sends RECONSUME_TIME 3 > 2, stored at once.
+    h = _ladder(H().send(0, A), A, 2)
+    h.consume(40_202, A, status="RECONSUME_LATER", reconsume_times=2, queue_topic="%RETRY%G")
+    h.send_back(40_202, A, 2, result="failed").dlq(40_202, A, 3)
+    h.add(40_202, "send_back", group="G", msg_id=A, reconsume_times=2, delay_level=5, result="ok",
+          path="producer-fallback")
+    assert_holds("dlq_after_max_retries", h)
+    # ... so the copy 4.9.8 sends one attempt early is a violation in 5.3.3, as is its schedule detour.
+    assert_fails("dlq_after_max_retries", _fallback_dlq_4x(t_dlq=10_102, via_schedule=False), A,
+                 "reconsumeTimes 2", "expected exactly 3 failed attempts")
+    assert_fails("dlq_after_max_retries", _fallback_dlq_4x(), A, "expected exactly 3 failed attempts")
+    # The one-early dead letter stored in the fallback's own step, which this checker used to excuse.
     h = _ladder(H().send(0, A), A, 1)
     h.consume(10_102, A, status="RECONSUME_LATER", reconsume_times=1, queue_topic="%RETRY%G")
     h.send_back(10_102, A, 1, result="failed").dlq(10_102, A, 2)
     h.add(10_102, "send_back", group="G", msg_id=A, reconsume_times=1, delay_level=4, result="ok",
           path="producer-fallback")
-    assert_holds("dlq_after_max_retries", h)
+    assert_fails("dlq_after_max_retries", h, A, "reconsumeTimes 2", "expected exactly 3 failed attempts")
+    assert_fails("dlq_after_max_retries", h, A, "not 4.9.8's producer fallback", context=ERA4)
+
+
+def _local_retry_then_fallback(queue_offset: int) -> H:
+    # Attempt 2 (the last allowed) fails and both send-backs fail: the client retries the same copy 5 s later
+    # with reconsumeTimes 3 in memory; that attempt's producer fallback sends RECONSUME_TIME 4 > 2: the DLQ.
+    h = _ladder(H().send(0, A), A, 2)
+    h.consume(40_202, A, status="RECONSUME_LATER", reconsume_times=2, queue_topic="%RETRY%G", queue_offset=2)
+    h.send_back(40_202, A, 2, result="failed")
+    h.add(40_202, "send_back", group="G", msg_id=A, reconsume_times=2, delay_level=5, result="failed",
+          path="producer-fallback")
+    h.add(40_202, "send_back", group="G", msg_id=A, reconsume_times=3, delay_level=0, result="ok", path="local-retry")
+    h.consume(45_202, A, status="RECONSUME_LATER", reconsume_times=3, queue_topic="%RETRY%G",
+              queue_offset=queue_offset)
+    h.send_back(45_202, A, 3, result="failed").dlq(45_202, A, 4)
+    return h.add(45_202, "send_back", group="G", msg_id=A, reconsume_times=3, delay_level=6, result="ok",
+                 path="producer-fallback")
+
+
+def test_dlq_holds_for_a_local_retry_counted_in_memory_then_the_fallback():
+    assert_holds("dlq_after_max_retries", _local_retry_then_fallback(queue_offset=2))
+
+
+def test_dlq_fails_for_a_new_copy_beyond_the_limit_even_after_a_local_retry():
+    assert_fails("dlq_after_max_retries", _local_retry_then_fallback(queue_offset=3), A, "given retry 3")
 
 
 def test_dlq_holds_for_a_retry_chain_forked_by_a_crash():
@@ -322,6 +401,39 @@ def test_retry_schedule_forgives_a_backwards_clock_step():
     h.add(1000, "fault", site="clock", action="step", by_ms=-300_000, broker_ms=B0 - 299_000)
     h.consume(1102, A, reconsume_times=1, queue_topic="%RETRY%G")
     assert verdict("retry_schedule", h)["holds"]
+
+
+def _forward_step(wait_ms: int) -> H:
+    # Issue 13's repro: the broker's wall clock jumps 8 s forward 3 s after the send-back; the deliver time is
+    # store time + 10 s on that clock, so the retry may come 2 s after its send-back, not before.
+    h = H().send(0, A).consume(2, A, status="RECONSUME_LATER").send_back(2, A, 0)
+    h.add(3002, "fault", site="clock", action="step", by_ms=8000, broker_ms=B0 + 11_002)
+    return h.consume(2 + wait_ms, A, reconsume_times=1, queue_topic="%RETRY%G")
+
+
+def test_retry_schedule_exempts_what_a_forward_clock_step_explains():
+    assert assert_holds("retry_schedule", _forward_step(3100))["checked"] == 1
+    assert assert_holds("retry_schedule", _forward_step(2000))["checked"] == 1
+
+
+def test_retry_schedule_fails_for_a_retry_earlier_than_a_forward_step_explains():
+    assert_fails("retry_schedule", _forward_step(1999), A, "retry 1 came 1999 ms", "8000 ms the broker clock stepped")
+    # a step before the send-back shortens nothing
+    h = H().send(0, A).add(1, "fault", site="clock", action="step", by_ms=8000, broker_ms=B0 + 8001)
+    h.consume(2, A, status="RECONSUME_LATER").send_back(2, A, 0).consume(3102, A, reconsume_times=1,
+                                                                        queue_topic="%RETRY%G")
+    assert_fails("retry_schedule", h, A, "retry 1 came 3100 ms", "level 3 (10000 ms)")
+
+
+def test_retry_schedule_uses_the_level_a_send_back_named():
+    # cleanExpireMsg sends back with level 3 whatever reconsumeTimes is: retry 2 may come after 10 s, not 30 s.
+    h = H().send(0, A).consume(2, A, status="RECONSUME_LATER").send_back(2, A, 0)
+    h.consume(10_102, A, status="RECONSUME_LATER", reconsume_times=1, queue_topic="%RETRY%G")
+    h.add(10_102, "send_back", group="G", msg_id=A, reconsume_times=1, delay_level=3, result="ok", path="broker")
+    h.consume(20_202, A, reconsume_times=2, queue_topic="%RETRY%G", queue_offset=1)
+    assert assert_holds("retry_schedule", h)["checked"] == 2
+    h.events[-1]["t_ms"] = 20_000
+    assert_fails("retry_schedule", h, A, "retry 2 came 9898 ms", "level 3 (10000 ms)")
 
 
 def test_retry_schedule_holds_for_a_local_retry_of_the_same_copy():

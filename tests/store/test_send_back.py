@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from store.client.api import MQBrokerException, ResponseCode
@@ -14,7 +16,7 @@ from store.message import (
 )
 from store.topic_config import PERM_READ, PERM_WRITE
 
-from .broker_harness import BrokerHarness
+from .broker_harness import SMALL_STORE, BrokerHarness
 
 RETRY, DLQ = "%RETRY%G", "%DLQ%G"
 
@@ -131,23 +133,60 @@ def test_send_back_errors():
     assert error.value.code == ResponseCode.NO_PERMISSION
 
 
-def test_producer_fallback_to_the_retry_topic_and_its_dlq_rule():
+def _fallback_copy(h: BrokerHarness, key: str, reconsume_time: int, delay: int) -> None:
+    """What the client's producer fallback sends: the consumed message's properties plus the retry fields."""
+    msg = MessageExt(topic=RETRY, queue_id=0, body=b"x", properties={
+        "UNIQ_KEY": key, "RETRY_TOPIC": "TopicTest", "RECONSUME_TIME": str(reconsume_time),
+        "MAX_RECONSUME_TIMES": "16", PROPERTY_DELAY_TIME_LEVEL: str(delay)})
+    h.broker.send_message(msg, "CID_RMQ_SYS")
+    h.run_for(1)
+
+
+def test_producer_fallback_to_the_retry_topic():
     h = BrokerHarness()
     h.broker.heart_beat("c1", "G", "CLUSTERING", ["TopicTest"])
-    retry = MessageExt(topic=RETRY, queue_id=0, body=b"x", properties={
-        "UNIQ_KEY": "m", "RETRY_TOPIC": "TopicTest", "RECONSUME_TIME": "3", "MAX_RECONSUME_TIMES": "16",
-        PROPERTY_DELAY_TIME_LEVEL: "6"})
-    h.broker.send_message(retry, "CID_RMQ_SYS")
-    h.run_for(1)
+    _fallback_copy(h, "m", 3, 6)
     (scheduled,) = h.broker.message_store.get_message("G", SCHEDULE_TOPIC, 5, 0, 8).messages
     assert scheduled.properties["REAL_TOPIC"] == RETRY and scheduled.reconsume_times == 3
-    dead = MessageExt(topic=RETRY, queue_id=0, body=b"x", properties={
-        "UNIQ_KEY": "n", "RETRY_TOPIC": "TopicTest", "RECONSUME_TIME": "16", "MAX_RECONSUME_TIMES": "16",
-        PROPERTY_DELAY_TIME_LEVEL: "18"})
-    h.broker.send_message(dead, "CID_RMQ_SYS")
-    h.run_for(1)
+
+
+def test_producer_fallback_dead_letters_above_max_at_once_in_5x():
+    # RIP-32 (5.3.3 handleRetryAndDLQ): '>' and DELAY=-1, so RECONSUME_TIME 16 of 16 is still a retry (level
+    # 18) and RECONSUME_TIME 17 lands in the DLQ at once: max + 1 failed attempts, like consumerSendMsgBack.
+    h = BrokerHarness()
+    h.broker.heart_beat("c1", "G", "CLUSTERING", ["TopicTest"])
+    _fallback_copy(h, "n", 16, 18)
+    (scheduled,) = h.broker.message_store.get_message("G", SCHEDULE_TOPIC, 17, 0, 8).messages
+    assert scheduled.properties["REAL_TOPIC"] == RETRY
+    assert h.broker.topic_config_manager.select_topic_config(DLQ) is None
+    _fallback_copy(h, "o", 17, 19)
     (dlq,) = h.pull("G", DLQ, 0, 0).msg_found_list
-    assert dlq.properties["UNIQ_KEY"] == "n" and dlq.properties[PROPERTY_DELAY_TIME_LEVEL] == "0"
+    assert dlq.properties["UNIQ_KEY"] == "o" and dlq.properties[PROPERTY_DELAY_TIME_LEVEL] == "-1"
+    assert dlq.reconsume_times == 17
+
+
+def test_fallback_dlq_ge_mutant_dead_letters_one_attempt_early_in_5x():
+    h = BrokerHarness(mutants={"fallback_dlq_ge"})
+    h.broker.heart_beat("c1", "G", "CLUSTERING", ["TopicTest"])
+    _fallback_copy(h, "n", 16, 18)
+    (dlq,) = h.pull("G", DLQ, 0, 0).msg_found_list
+    assert dlq.properties["UNIQ_KEY"] == "n" and dlq.reconsume_times == 16
+
+
+def test_producer_fallback_dead_letters_at_max_through_the_schedule_topic_in_4x():
+    # 4.9.8: '>=', but sendMessage restores the request's properties after handleRetryAndDLQ, so the DLQ copy
+    # keeps the client's DELAY (3 + 15 = 18) and waits 2 h in SCHEDULE_TOPIC_XXXX with REAL_TOPIC = the DLQ.
+    h = BrokerHarness(store_config=dataclasses.replace(SMALL_STORE, era="4.9.8"))
+    h.broker.heart_beat("c1", "G", "CLUSTERING", ["TopicTest"])
+    _fallback_copy(h, "n", 16, 18)
+    (scheduled,) = h.broker.message_store.get_message("G", SCHEDULE_TOPIC, 17, 0, 8).messages
+    assert scheduled.properties["REAL_TOPIC"] == DLQ and scheduled.reconsume_times == 16
+    assert not h.pull("G", DLQ, 0, 0).msg_found_list
+    h.run_for(2 * 3600_000 - 1000)
+    assert not h.pull("G", DLQ, 0, 0).msg_found_list
+    h.run_for(2000)
+    (dlq,) = h.pull("G", DLQ, 0, 0).msg_found_list
+    assert dlq.properties["UNIQ_KEY"] == "n" and dlq.reconsume_times == 16
 
 
 def test_retry_topic_created_by_heartbeat_with_retry_queue_nums():

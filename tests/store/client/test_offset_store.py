@@ -51,7 +51,31 @@ def test_read_offset_answers():
     broker.failures["query_consumer_offset"] = REMOTING_ERROR
     assert store.read_offset(MQ1, READ_FROM_STORE) == -2
     broker.failures["query_consumer_offset"] = MQBrokerException(ResponseCode.SYSTEM_ERROR, "x")
-    assert store.read_offset(MQ1, READ_FROM_STORE) == -1
+    assert store.read_offset(MQ1, READ_FROM_STORE) == -2  # 5.3.3: only QUERY_NOT_FOUND means "no offset"
+
+
+def test_read_offset_maps_every_broker_error_to_minus_1_in_4x():
+    broker = FakeBroker(ManualClock())
+    store = RemoteBrokerOffsetStore(broker, "GroupA", era="4.9.8")
+    assert store.read_offset(MQ0, READ_FROM_STORE) == -1  # QUERY_NOT_FOUND
+    broker.failures["query_consumer_offset"] = MQBrokerException(ResponseCode.SYSTEM_ERROR, "x")
+    assert store.read_offset(MQ0, READ_FROM_STORE) == -1
+    broker.failures["query_consumer_offset"] = REMOTING_ERROR
+    assert store.read_offset(MQ0, READ_FROM_STORE) == -2
+
+
+def test_a_frozen_offset_ignores_updates_until_it_is_removed():
+    # 5.2.0+ OFFSET_ILLEGAL: updateAndFreezeOffset; in-flight increase-only updates cannot raise it again.
+    _, store, updates = remote()
+    store.update_offset(MQ0, 9, True)
+    store.update_and_freeze_offset(MQ0, 2)
+    store.update_offset(MQ0, 9, True)
+    store.update_offset(MQ0, 5, False)
+    assert store.read_offset(MQ0, READ_FROM_MEMORY) == 2
+    store.remove_offset(MQ0)
+    store.update_offset(MQ0, 4, True)
+    assert store.read_offset(MQ0, READ_FROM_MEMORY) == 4
+    assert updates == [(0, 9), (0, 2), (0, 4)]
 
 
 def test_persist_all_sends_owned_offsets_one_way_and_forgets_the_rest():
@@ -100,6 +124,16 @@ def test_local_persist_keeps_entries_of_queues_not_owned_now():
     _, third = local(disk)
     third.load()
     assert third.offset_table == {MQ0: 20, MQ1: 4}
+
+
+def test_local_remove_offset_forgets_the_entry():
+    # LocalFileOffsetStore.removeOffset removes the entry in 4.9.8 and 5.3.3 (#7740); the file keeps it.
+    disk, store = local()
+    store.update_offset(MQ0, 11, True)
+    store.persist(MQ0)
+    store.remove_offset(MQ0)
+    assert store.read_offset(MQ0, READ_FROM_MEMORY) == -1 and store.offset_table == {}
+    assert store.read_offset(MQ0, READ_FROM_STORE) == 11
 
 
 def test_a_corrupt_main_file_falls_back_to_bak():

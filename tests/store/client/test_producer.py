@@ -86,6 +86,25 @@ def test_a_failed_attempt_is_retried_on_the_next_queue_then_gives_up():
     assert len(tried) == 3 and [(q - tried[0]) % 4 for q in tried] == [0, 1, 2]
 
 
+def test_a_retry_topic_send_moves_the_reconsume_fields_out_of_the_message():
+    # sendKernelImpl (4.9.8 and 5.3.3): RECONSUME_TIME and MAX_RECONSUME_TIMES go into the request header and
+    # are cleared from the message after its properties string was built, so a second attempt sends neither.
+    _, broker, producer = make()
+    broker.create_topic("%RETRY%G", 1)
+    msg = MessageExt(topic="%RETRY%G", body=b"b", properties={"RECONSUME_TIME": "3", "MAX_RECONSUME_TIMES": "16"})
+    broker.failures["send_message"] = REMOTING_ERROR
+    with pytest.raises(MQClientException):
+        producer.send(msg)
+    first, second, _ = (c[0].properties for c in broker.calls_of("send_message"))
+    assert first["RECONSUME_TIME"] == "3" and first["MAX_RECONSUME_TIMES"] == "16"
+    assert "RECONSUME_TIME" not in second and "MAX_RECONSUME_TIMES" not in second
+    assert "RECONSUME_TIME" not in msg.properties
+    plain = MessageExt(topic="TopicTest", body=b"b", properties={"RECONSUME_TIME": "3"})
+    del broker.failures["send_message"]
+    producer.send(plain)
+    assert plain.properties["RECONSUME_TIME"] == "3"  # only %RETRY% topics
+
+
 def test_a_non_retryable_broker_error_is_raised_at_once():
     _, broker, producer = make()
     broker.failures["send_message"] = MQBrokerException(ResponseCode.MESSAGE_ILLEGAL, "too big")

@@ -148,12 +148,36 @@ def test_a_failed_send_back_falls_back_to_the_producer_with_the_retry_properties
     assert props["RETRY_TOPIC"] == "TopicTest"
     assert props["RECONSUME_TIME"] == "3" and props["MAX_RECONSUME_TIMES"] == "16"
     assert props["DELAY"] == "5"  # 3 + reconsumeTimes
-    assert props["ORIGIN_MESSAGE_ID"] == "UNIQ-1" and props["UNIQ_KEY"] == "UNIQ-1"
+    # setOriginMessageId is overwritten by setProperties(newMsg, msg.getProperties()): no fresh ORIGIN_MESSAGE_ID
+    assert "ORIGIN_MESSAGE_ID" not in props and props["UNIQ_KEY"] == "UNIQ-1"
     assert "TRAN_MSG" not in props
     assert consumer.offset_store.offset_table[MQ0] == 1
     assert ("TopicTest", 0, 3) in seen  # the fallback copy came back as the next retry
     assert [(f["path"], f["result"], f["delay_level"]) for f in of_kind(events, "send_back")] == [
         ("broker", "failed", 0), ("producer-fallback", "ok", 5)]
+
+
+def test_the_fallback_copy_shares_the_consumed_messages_property_map():
+    # 4.9.8 line 538 / 5.3.3 line 794: the map is shared, so the retry fields land in the consumed message too;
+    # an ORIGIN_MESSAGE_ID the consumed message already had (a broker-made retry) is kept.
+    clock, broker, consumer, _ = setup(queues=1)
+    broker.put("TopicTest", 0, b"payload", key="UNIQ-1", reconsume_times=1, ORIGIN_MESSAGE_ID="OFFSET-ID-0")
+    broker.failures["consumer_send_msg_back"] = MQBrokerException(ResponseCode.SYSTEM_ERROR, "look up failed")
+    consumed = []
+
+    def listener(msgs, context):
+        consumed.extend(msgs)
+        return "RECONSUME_LATER" if len(consumed) == 1 else "CONSUME_SUCCESS"
+
+    consumer.start(clock.now_ms())
+    run_for(consumer, clock, 100, listener)
+    (retry, _), = broker.calls_of("send_message")
+    assert retry.properties["ORIGIN_MESSAGE_ID"] == "OFFSET-ID-0"
+    assert retry.properties["RECONSUME_TIME"] == "2" and retry.properties["MAX_RECONSUME_TIMES"] == "16"
+    first = consumed[0].properties
+    assert first["RETRY_TOPIC"] == "TopicTest" and first["DELAY"] == "4"
+    # written into the shared map too, then cleared again by the producer's sendKernelImpl (header fields)
+    assert "RECONSUME_TIME" not in first and "MAX_RECONSUME_TIMES" not in first
 
 
 def both_send_backs_fail(**options):
@@ -250,6 +274,28 @@ def test_an_expired_consumption_is_sent_back_with_level_3():
     assert consumer.process_queue_table[MQ0].offsets() == [1]
 
 
+def expired_then_failed(**options):
+    """Message 0's consumption outlives consumeTimeout: cleanExpireMsg sends it back (level 3) and removes it;
+    then the slow listener answers RECONSUME_LATER."""
+    clock, broker, consumer, events = setup(queues=1, messages=2, consume_timeout_min=1, **options)
+    consumer.start(clock.now_ms())
+    run_for(consumer, clock, 10)
+    slow = consumer.next_consume_request()
+    run_for(consumer, clock, 120_000)
+    assert [(c[1].queue_offset, c[2]) for c in broker.calls_of("consumer_send_msg_back")] == [(0, 3)]
+    consumer.complete_consume_request(slow, "RECONSUME_LATER", clock.now_ms())
+    return [(c[1].queue_offset, c[2]) for c in broker.calls_of("consumer_send_msg_back")]
+
+
+def test_a_late_failure_of_a_message_clean_expire_msg_sent_back_is_not_sent_back_again_in_5x():
+    assert expired_then_failed() == [(0, 3)]  # #5481 (5.1.0+): not in its ProcessQueue any more: skipped
+
+
+def test_a_late_failure_starts_a_second_retry_chain_in_4x_and_with_the_mutant():
+    assert expired_then_failed(era="4.9.8") == [(0, 3), (0, 0)]
+    assert expired_then_failed(mutants=frozenset({"no_contains_message_check"})) == [(0, 3), (0, 0)]
+
+
 # --- BROADCASTING ----------------------------------------------------------------------------------------
 def test_broadcasting_failures_are_dropped_and_offsets_still_advance():
     disk = MemoryDisk()
@@ -270,7 +316,7 @@ def test_broadcasting_failures_are_dropped_and_offsets_still_advance():
 
 # --- pull flow -------------------------------------------------------------------------------------------
 def test_offset_illegal_drops_the_queue_and_fixes_the_offset_10_s_later():
-    clock, broker, consumer, _ = setup(queues=1, messages=5)
+    clock, broker, consumer, _ = setup(queues=1, messages=5, era="4.9.8")
     consumer.start(clock.now_ms())
     run_for(consumer, clock, 1000, succeed)
     assert consumer.offset_store.offset_table[MQ0] == 5
@@ -288,6 +334,26 @@ def test_offset_illegal_drops_the_queue_and_fixes_the_offset_10_s_later():
     seen, listener = recorder()
     broker.put("TopicTest", 0, b"after")
     run_for(consumer, clock, 20_000, listener)  # the next rebalance re-creates the queue at offset 2
+    assert seen == [("TopicTest", 2, 0)]
+    assert consumer.process_queue_table[MQ0] is not old_pq
+
+
+def test_offset_illegal_fixes_freezes_and_rebalances_at_once_in_5x():
+    # 5.2.0+: executeTask (not executeTaskLater 10 s): updateAndFreezeOffset, persist, removeProcessQueue,
+    # rebalanceImmediately, so the queue is pulled again from the fixed offset without waiting for the 20 s round.
+    clock, broker, consumer, _ = setup(queues=1, messages=5)
+    consumer.start(clock.now_ms())
+    run_for(consumer, clock, 1000, succeed)
+    del broker.queues["TopicTest"][0][2:]
+    old_pq = consumer.process_queue_table[MQ0]
+    persisted_before = len(broker.calls_of("update_consumer_offset_oneway"))
+    broker.release_held()
+    assert old_pq.dropped
+    seen, listener = recorder()
+    broker.put("TopicTest", 0, b"after")
+    run_for(consumer, clock, 10, listener)
+    fixes = [c[3] for c in broker.calls_of("update_consumer_offset_oneway")[persisted_before:]]
+    assert fixes[:1] == [2]
     assert seen == [("TopicTest", 2, 0)]
     assert consumer.process_queue_table[MQ0] is not old_pq
 
