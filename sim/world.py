@@ -22,7 +22,8 @@ from store.disk import MemoryDisk
 from store.faults import BrokerCrash
 from store.message import PROPERTY_DELAY_TIME_LEVEL, PROPERTY_TIMER_OUT_MS
 from store.service import PeriodicService
-from store.topic_config import TIMER_TOPIC
+from store.subscription_group import SubscriptionGroupConfig
+from store.topic_config import TIMER_TOPIC, TopicConfig
 
 from .clock import SimClock
 from .faults import FaultPlan, SimFaults
@@ -133,9 +134,25 @@ class World:
         for manager in (broker.consumer_offset_manager, broker.schedule_message_service,
                         broker.topic_config_manager, broker.subscription_group_manager):
             manager.persist_listeners.append(self._on_persist)
+        if self.broker_generation == 0:
+            self._create_topics(broker)
         broker.start(self.now_mono())
         self.broker = broker
         self._add_broker_services(broker)
+
+    def _create_topics(self, broker: BrokerController) -> None:
+        """The scenario's ``[[topic]]`` tables, created before any traffic as an operator does
+        (``mqadmin updateTopic -r N -w N``): topics.json holds them, routes and sends follow their queues.
+        With ``[broker] retry_queue_nums`` the consumer groups are created too, with that many retry queues."""
+        manager = broker.topic_config_manager
+        for spec in self.scenario.topics:
+            manager.update_topic_config(TopicConfig(spec.name, read_queue_nums=spec.queues,
+                                                    write_queue_nums=spec.queues))
+        retry_queue_nums = self.scenario.broker.retry_queue_nums
+        if retry_queue_nums is not None:  # else the groups are auto-created (retryQueueNums 1) when allowed
+            groups = broker.subscription_group_manager
+            for group in sorted({c.group for c in self.scenario.consumers}):  # mqadmin updateSubGroup -q N
+                groups.update_subscription_group_config(SubscriptionGroupConfig(group, retry_queue_nums=retry_queue_nums))
 
     def _add_broker_services(self, broker: BrokerController) -> None:
         """The broker's services under finer owners, so that a touch re-arms only what it can affect:
