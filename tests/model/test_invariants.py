@@ -394,6 +394,21 @@ def test_retry_schedule_forgives_a_backwards_clock_step():
     assert verdict("retry_schedule", h)["holds"]
 
 
+def test_retry_schedule_counts_a_forward_clock_step_as_time_waited():
+    # On the broker's wall clock: the step brought the retry's due time 10 minutes nearer.
+    h = H().send(0, A).consume(2, A, status="RECONSUME_LATER").send_back(2, A, 0)
+    h.add(1000, "fault", site="clock", action="step", by_ms=600_000, broker_ms=B0 + 601_000)
+    h.consume(1102, A, reconsume_times=1, queue_topic="%RETRY%G")
+    assert assert_holds("retry_schedule", h)["checked"] == 1
+
+
+def test_retry_schedule_fails_when_the_forward_step_came_after_the_retry():
+    h = H().send(0, A).consume(2, A, status="RECONSUME_LATER").send_back(2, A, 0)
+    h.consume(1102, A, reconsume_times=1, queue_topic="%RETRY%G")
+    h.add(2000, "fault", site="clock", action="step", by_ms=600_000, broker_ms=B0 + 602_000)
+    assert_fails("retry_schedule", h, A, "retry 1 came 1100 ms after its send-back")
+
+
 def test_retry_schedule_holds_for_a_local_retry_of_the_same_copy():
     # The send-back failed, so the client retries the same stored copy 5 s later (reconsumeTimes + 1):
     # not a delivery through the delay levels. A later broker send-back of the same retry does not count.
@@ -434,6 +449,20 @@ def test_bounded_lateness_does_not_judge_before_the_drain_or_right_after_a_fault
     h = _scheduled(20_000, 30_000)
     h.events.insert(1, {"seq": -1, "t_ms": 12_000, "kind": "crash", "target": "broker", "crash_kind": "process"})
     assert verdict("bounded_lateness", h)["holds"]
+
+
+def test_bounded_lateness_does_not_wait_for_a_copy_a_store_rollback_destroyed():
+    # The level-5 copy (due in the drain) was stored after the store copy was taken: the rollback took it away.
+    h = H().send(0, A, level=5).store(5000, A, topic="SCHEDULE_TOPIC_XXXX", queue_id=4)
+    rollback(h, 8000, lost=[A]).drain(10_000)
+    assert verdict("bounded_lateness", h)["holds"]
+
+
+def test_bounded_lateness_fails_for_a_copy_stored_after_the_rollback():
+    h = H().send(0, A, level=5).store(1000, A, topic="SCHEDULE_TOPIC_XXXX", queue_id=4)
+    rollback(h, 3000, lost=[A])  # took the first copy; the copy stored below came after it
+    h.store(5000, A, topic="SCHEDULE_TOPIC_XXXX", queue_id=4).drain(10_000)
+    assert_fails("bounded_lateness", h, A, "in the drain but never delivered")
 
 
 # --- duplicates ----------------------------------------------------------------------------------------------
