@@ -522,7 +522,9 @@ def check_duplicates(ix: _Index, ctx: RunContext) -> dict:
         original = first[key]
         window = [t for t in crash_times if original["t_ms"] <= t <= e["t_ms"]]
         explained = any(t - original["t_ms"] <= ctx.duplicate_window_ms for t in window) or any(
-            original["t_ms"] <= t <= e["t_ms"] for t in power_times)
+            original["t_ms"] <= t <= e["t_ms"] for t in power_times) or (
+            key[0] == "consume" and e["reconsume_times"] != original["reconsume_times"] and _repeat_after_a_crash(
+                ix, [c for c in ix.by_msg[e["msg_id"]] if c["kind"] == "consume" and c["group"] == e["group"]], e))
         if key[0] == "deliver" and not window and any(
                 original["t_ms"] <= g["t_ms"] <= e["t_ms"] and not _slot_unfinished(original, g, ctx) for g in graceful):
             violations.append({"msg_id": e["msg_id"], "events": ix.quote(e["msg_id"]),

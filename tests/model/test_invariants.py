@@ -466,6 +466,26 @@ def test_bounded_lateness_fails_for_a_copy_stored_after_the_rollback():
 
 
 # --- duplicates ----------------------------------------------------------------------------------------------
+def _forked_chain(fork_crash: bool) -> H:
+    """Attempt 0 fails and is sent back; the original is consumed again (with success) and the retry chain goes
+    on; its retry 1 succeeds long after. With ``fork_crash``, a broker crash between the two attempts 0 forked
+    the chain (an offset not yet persisted); a later crash falls in the repeat's window either way."""
+    h = H().send(0, A).consume(2, A, status="RECONSUME_LATER").send_back(2, A, 0)
+    if fork_crash:
+        h.crash(1000).restart(3000)
+    h.consume(3000, A).crash(40_000).restart(42_000)
+    return h.consume(60_000, A, reconsume_times=1, queue_topic="%RETRY%G")
+
+
+def test_duplicates_holds_for_the_two_ends_of_a_retry_chain_a_crash_forked():
+    assert verdict("duplicates", _forked_chain(fork_crash=True))["holds"]
+
+
+def test_duplicates_fails_for_two_ends_of_a_chain_no_crash_forked():
+    assert_fails("duplicates", _forked_chain(fork_crash=False), A, "consume repeated at t=60000 ms",
+                 "outside every persist window")
+
+
 def test_duplicates_holds_when_repeats_fall_inside_a_crash_window():
     h = H().send(0, A).consume(2, A).crash(10_000).restart(12_000).consume(12_100, A)
     v = assert_holds("duplicates", h)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from scenarios.catalogue import load_builtin
 from scenarios.scenario import load_scenario_file
 from sim.checking import check_run
 from sim.faults import FaultPlan
@@ -92,3 +93,18 @@ def test_a_removed_owner_releases_its_services_though_their_events_stay_queued()
     del service
     assert ref() is None  # a dead broker is not kept alive until its last armed wake-up fires
     env.run(until=20_000)
+
+
+# The shapes the gate did not see (issue 12 item 6), each on its own seed and a few more.
+NEW_BUILTINS = [("forward-clock-step", s) for s in (1, 2, 3, 4, 5)] + [
+    ("store-rollback-failing-consumer", s) for s in (1, 2, 3, 6, 7)] + [  # 1, 2, 3, 6, 7 failed before
+    ("dozens-of-process-crashes", s) for s in (1, 10)]  # 10: a retry chain forked by a crash (duplicates)
+
+
+@pytest.mark.parametrize(("name", "seed"), NEW_BUILTINS)
+def test_new_builtin_holds_with_every_invariant(name, seed):
+    result = run_scenario(load_builtin(name), seed, check=check_run)
+    failed = {k: v["violations"][:2] for k, v in result.summary["invariants"].items() if not v["holds"]}
+    assert not failed, failed
+    checked = {k: v["checked"] for k, v in result.summary["invariants"].items()}
+    assert checked["no_loss"] > 0 and checked["at_least_once_redelivery"] > 0, checked
