@@ -27,6 +27,7 @@ MAX_QUOTED_EVENTS = 8
 MAX_VIOLATIONS = 50
 SEND_BACK_TO_DLQ_MS = 1000  # a dead letter is stored in the same step as its send-back; allow scheduling slack
 SETTLE_AFTER_FAULT_MS = 15_000  # lateness is judged only for messages due this long after the last fault
+PULL_BATCH_UNITS = 32  # DefaultMQPushConsumer.pullBatchSize: consume-queue units one pull reads at most
 
 
 @dataclass(frozen=True)
@@ -118,17 +119,33 @@ class _Index:
         self.restarts = [e for e in self.by_kind["restart"] if e["target"] == "broker" and e.get("ok")]
         self.power_crashes = [c for c in self.broker_crashes if c.get("crash_kind") == "power"]
         self.torn_timer_slots = self._torn_timer_slots()
-        self.cut_by_truncation = {m for e in self.by_kind["cq_truncate"] for m in e.get("cut_msg_ids", ()) if m} | {
-            m for e in self.by_kind["store_rollback"] for m in e["lost_msg_ids"]} | self._unindexed_after_power_failure()
+        # msg_id -> seqs of the fault events that destroyed or unindexed one of its copies
+        self.cut_by_fault: dict[str, list[int]] = defaultdict(list)
+        for e in self.by_kind["cq_truncate"]:
+            for m in e.get("cut_msg_ids", ()):
+                if m:
+                    self.cut_by_fault[m].append(e["seq"])
+        for e in self.by_kind["store_rollback"]:
+            for m in e["lost_msg_ids"]:
+                self.cut_by_fault[m].append(e["seq"])
+        self.stale_units = self._stale_units_after_power_failure()
+        for e in self.stale_units:
+            if e["msg_id"]:
+                self.cut_by_fault[e["msg_id"]].append(e["seq"])
+        # Where a group's offset may stand past a queue's end: a power failure (#8239) or a store rollback
+        # (today's consumerOffset.json over a copied store) cut queues back, (seq of the crash, seq of the restart).
+        cuts = self.power_crashes + [c for c in self.broker_crashes if c.get("site") == "store_rollback"]
+        self.queue_cuts = sorted((c["seq"], next((r["seq"] for r in self.restarts if r["seq"] > c["seq"]), None))
+                                 for c in cuts)
 
-    def _unindexed_after_power_failure(self) -> set[str]:
+    def _stale_units_after_power_failure(self) -> list[dict]:
         """Copies a recovery could not index: after a power failure a consume queue may hold stale units that
         point where new copies now lie (CQ recovery checks units only against the commit log's end), and a new
         copy at such a queue offset is skipped as "built repeatedly" (#495, ROCKETMQ.md 2.6)."""
         if not self.power_crashes:
-            return set()
+            return []
         first_power = self.power_crashes[0]["seq"]
-        return {e["msg_id"] for e in self.by_kind["cq_unindexed"] if e["seq"] > first_power and e["msg_id"]}
+        return [e for e in self.by_kind["cq_unindexed"] if e["seq"] > first_power]
 
     def _torn_timer_slots(self) -> list[tuple[int, int]]:
         """(slot_ms, seq of the power failure) for each torn timer-log unit a recovery after one relinked."""
@@ -157,31 +174,54 @@ class _Index:
     def quote(self, msg_id: str) -> list[dict]:
         return _quote(self.by_msg.get(msg_id, []))
 
-    def lost_to_a_fault(self, msg_id: str, group: str | None = None) -> bool:
+    def lost_to_a_fault(self, msg_id: str, group: str | None = None, after_seq: int = -1) -> bool:
         """The fault itself destroyed a copy: a power failure (ASYNC_FLUSH), a cut queue, a rolled-back store;
-        or, after a power failure, the group's offset already stood past where the message was stored."""
-        return (msg_id in self.cut_by_truncation or self.lost_to_power_failure(msg_id)
-                or self.behind_a_torn_timer_unit(msg_id)
-                or (group is not None and self.below_a_committed_offset(msg_id, group)))
+        or, after a power failure or a rollback, the group's offset already stood past where the message was
+        stored, or its unit sits in a pull batch behind a stale one. ``after_seq``: only copies stored and
+        faults struck after that event count (at_least_once_redelivery asks about the copy that was to come
+        back after a failed attempt; no_loss about any copy)."""
+        return (any(seq > after_seq for seq in self.cut_by_fault.get(msg_id, ()))
+                or self.lost_to_power_failure(msg_id, after_seq)
+                or self.behind_a_torn_timer_unit(msg_id, after_seq)
+                or self.behind_a_stale_unit(msg_id, after_seq)
+                or (group is not None and self.below_a_committed_offset(msg_id, group, after_seq)))
 
-    def behind_a_torn_timer_unit(self, msg_id: str) -> bool:
+    def _stores(self, msg_id: str, after_seq: int) -> list[dict]:
+        return [e for e in self.by_msg.get(msg_id, []) if e["kind"] == "store" and e["seq"] > after_seq]
+
+    def behind_a_torn_timer_unit(self, msg_id: str, after_seq: int = -1) -> bool:
         """A power failure tore the timer log's last unit; its head passed the recovery check and relinked the
         slot its torn bytes name (RocketMQ's recoverAndRevise does the same), so the units that slot held
         before are unreachable. Covers the timer copies stored before that failure and due in that slot."""
-        return any(e["kind"] == "store" and e.get("timer_out_ms") == slot_ms and e["seq"] < power_seq
-                   for e in self.by_msg.get(msg_id, []) for slot_ms, power_seq in self.torn_timer_slots)
+        return any(e.get("timer_out_ms") == slot_ms and e["seq"] < power_seq
+                   for e in self._stores(msg_id, after_seq) for slot_ms, power_seq in self.torn_timer_slots)
 
-    def below_a_committed_offset(self, msg_id: str, group: str) -> bool:
-        """#8239 (ASYNC_FLUSH): consumers had committed offsets of unflushed messages; the power failure cut
-        the queue back, new messages reused those offsets, and the consumers' offsets pass over them. A commit
-        counts until the broker is back: the consumer goes on with what it pulled before the failure."""
-        for store in self.by_msg.get(msg_id, []):
-            if store["kind"] != "store":
-                continue
-            for crash in self.power_crashes:
-                if store["seq"] < crash["seq"]:
+    def behind_a_stale_unit(self, msg_id: str, after_seq: int = -1) -> bool:
+        """#495 after a power failure: a resurrected stale unit made the reput skip a copy as "built repeatedly",
+        the next copy's unit was appended in its slot ("logic queue order maybe wrong", ROCKETMQ.md 2.5), and a
+        pull batch that reaches the stale unit ends there for the consumer (the broker returns its bytes and
+        counts every unit in nextBeginOffset; the client's MessageDecoder.decodesBatch stops at the first record
+        it cannot decode). Covers the copies of that queue within one pull batch after the stale unit."""
+        for store in self._stores(msg_id, after_seq):
+            for unit in self.stale_units:
+                if (unit["unit_phy_offset"] is not None and unit["topic"] == store["topic"]
+                        and unit["queue_id"] == store["queue_id"]
+                        and 0 <= store["queue_offset"] - unit["queue_offset"] < PULL_BATCH_UNITS):
+                    return True
+        return False
+
+    def below_a_committed_offset(self, msg_id: str, group: str, after_seq: int = -1) -> bool:
+        """The group's offset stood past the end of a queue that a fault cut back; new messages reused those
+        offsets and the consumers' offsets pass over them. #8239 (ASYNC_FLUSH): consumers had committed offsets
+        of unflushed messages when the power failed. A store rollback: the broker restarts on an older copy of
+        its queues with today's consumerOffset.json, and the group's offsets are read back from it (RocketMQ
+        never compares them with the queue's end). A commit counts until the broker is back: the consumer goes
+        on with what it pulled before the fault."""
+        for store in self._stores(msg_id, after_seq):
+            for crash_seq, back in self.queue_cuts:
+                if store["seq"] < crash_seq:
                     continue
-                back = next((r["seq"] for r in self.restarts if r["seq"] > crash["seq"]), store["seq"])
+                back = store["seq"] if back is None else back
                 committed = [c["offset"] for c in self.by_kind["offset_commit"] if c["seq"] < back
                              and c["group"] == group and c["topic"] == store["topic"]
                              and c["queue_id"] == store["queue_id"]]
@@ -189,7 +229,7 @@ class _Index:
                     return True
         return False
 
-    def lost_to_power_failure(self, msg_id: str) -> bool:
+    def lost_to_power_failure(self, msg_id: str, after_seq: int = -1) -> bool:
         """Some copy of the message was not durable at a power failure (ASYNC_FLUSH): it ended past the flushed
         end of the commit log, so the recovery cut it off or kept it torn (a sector-wise prefix whose properties
         are zeros passes the recovery check: only the body has a CRC)."""
@@ -198,8 +238,8 @@ class _Index:
             durable = crash.get("commit_log_durable", restart["commit_log_end"] if restart else None)
             if durable is None:
                 continue
-            for e in self.by_msg.get(msg_id, []):
-                if e["kind"] == "store" and e["seq"] < crash["seq"] and e["phy_offset"] + e.get("size", 1) > durable:
+            for e in self._stores(msg_id, after_seq):
+                if e["seq"] < crash["seq"] and e["phy_offset"] + e.get("size", 1) > durable:
                     return True
         return False
 
@@ -278,7 +318,7 @@ def check_at_least_once_redelivery(ix: _Index, ctx: RunContext) -> dict:
             dead = any(e["kind"] == "dlq" and e["group"] == group and e["seq"] > attempt["seq"] for e in events)
             if attempt["status"] != CONSUME_SUCCESS:
                 checked += 1
-                if not later and not dead:
+                if not later and not dead and not ix.lost_to_a_fault(msg_id, group, attempt["seq"]):
                     violations.append({"msg_id": msg_id, "group": group, "events": ix.quote(msg_id),
                                        "explanation": f"consume attempt {attempt['reconsume_times']} in {group} failed "
                                                       f"at t={attempt['t_ms']} ms but the message was never "
@@ -296,7 +336,7 @@ def check_at_least_once_redelivery(ix: _Index, ctx: RunContext) -> dict:
             if committed:
                 continue
             checked += 1
-            if not later and not dead:
+            if not later and not dead and not ix.lost_to_a_fault(msg_id, group, attempt["seq"]):
                 violations.append({"msg_id": msg_id, "group": group, "events": ix.quote(msg_id),
                                    "explanation": f"{owner} consumed it at t={attempt['t_ms']} ms and crashed before "
                                                   f"committing its offset, but {group} never got it again"})
@@ -553,6 +593,8 @@ def check_bounded_lateness(ix: _Index, ctx: RunContext) -> dict:
             continue
         level = last["queue_id"] + 1
         due_mono = last["t_ms"] + ctx.level_delay_ms(level)
+        if ix.lost_to_a_fault(msg_id, after_seq=last["seq"] - 1):
+            continue  # a fault after it was stored destroyed this copy (no_loss's excuse): nothing is due
         if settled <= due_mono <= ctx.end_ms - 1000 and (msg_id, level) not in delivered:
             checked += 1
             violations.append({"msg_id": msg_id, "events": ix.quote(msg_id),
@@ -592,7 +634,9 @@ def check_duplicates(ix: _Index, ctx: RunContext) -> dict:
         original = first[key]
         window = [t for t in crash_times if original["t_ms"] <= t <= e["t_ms"]]
         explained = any(t - original["t_ms"] <= ctx.duplicate_window_ms for t in window) or any(
-            original["t_ms"] <= t <= e["t_ms"] for t in power_times)
+            original["t_ms"] <= t <= e["t_ms"] for t in power_times) or (
+            key[0] == "consume" and e["reconsume_times"] != original["reconsume_times"] and _repeat_after_a_crash(
+                ix, [c for c in ix.by_msg[e["msg_id"]] if c["kind"] == "consume" and c["group"] == e["group"]], e))
         if key[0] == "deliver" and not window and any(
                 original["t_ms"] <= g["t_ms"] <= e["t_ms"] and not _slot_unfinished(original, g, ctx) for g in graceful):
             violations.append({"msg_id": e["msg_id"], "events": ix.quote(e["msg_id"]),

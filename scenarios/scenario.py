@@ -2,6 +2,11 @@
 
 The loader validates a plain dict, so sweeps can apply overrides (``broker.era = "4.9.8"``,
 ``consumer.fail_probability = 0.2``) to the raw document before it is checked.
+
+Every key changes the history of some run (tests/scenarios/test_every_key_has_an_effect.py), except
+``version``, ``name`` and ``description`` (they name the run) and ``consumer.consume_from_where``: a simulated
+group always starts while its queues' first messages are in page cache, where RocketMQ starts a group without
+an offset at the first message whatever the setting (ConsumerManageProcessor.queryConsumerOffset).
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ class BrokerSpec:
     timer_skip_unknown_error: bool = False
     flush_disk_type: str = "ASYNC_FLUSH"
     enable_schedule_async_deliver: bool = False
-    retry_queue_nums: int = 1
+    retry_queue_nums: int | None = None  # set: the scenario's groups are created with it; None: auto-created (1)
     commit_log_file_size: int = 1024 * 1024  # small files so that rolling happens in simulations
     consume_queue_units_per_file: int = 1000
 

@@ -72,9 +72,9 @@ class FaultPlan:
             self._add(at, "arm", SITE_PERSIST_PREFIX + CONSUMER_OFFSET_FILE)
         for at in times(spec.crash_before_delay_offset_flush):
             self._add(at, "arm", SITE_PERSIST_PREFIX + DELAY_OFFSET_FILE)
-        for at in times(spec.store_rollbacks):
-            self._add(max(start_mono_ms, at - spec.rollback_age_ms), "snapshot", at)
-            self._add(at, "store_rollback", at)
+        for i, at in enumerate(times(spec.store_rollbacks)):  # keyed by index: two rollbacks may share a ms
+            self._add(max(start_mono_ms, at - spec.rollback_age_ms), "snapshot", i)
+            self._add(at, "store_rollback", i)
         for at in times(spec.cq_truncations):
             self._add(at, "cq_truncation", rng.random())
         for step in spec.clock_steps:

@@ -55,6 +55,7 @@ class Scheduler:
     def remove_owner(self, owner: str) -> None:
         for slot in self.owners.pop(owner, ()):
             slot.alive = False
+            slot.service = None  # its armed events stay queued until they fire: let a dead broker go now
 
     def touch(self, owner: str) -> None:
         if owner not in self._touched_set:

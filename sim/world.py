@@ -6,6 +6,8 @@ the broker's services, the network, producers, consumers.
 
 from __future__ import annotations
 
+import gc
+
 import simpy
 
 from scenarios.scenario import Scenario
@@ -20,7 +22,8 @@ from store.disk import MemoryDisk
 from store.faults import BrokerCrash
 from store.message import PROPERTY_DELAY_TIME_LEVEL, PROPERTY_TIMER_OUT_MS
 from store.service import PeriodicService
-from store.topic_config import TIMER_TOPIC
+from store.subscription_group import SubscriptionGroupConfig
+from store.topic_config import TIMER_TOPIC, TopicConfig
 
 from .clock import SimClock
 from .faults import FaultPlan, SimFaults
@@ -131,9 +134,25 @@ class World:
         for manager in (broker.consumer_offset_manager, broker.schedule_message_service,
                         broker.topic_config_manager, broker.subscription_group_manager):
             manager.persist_listeners.append(self._on_persist)
+        if self.broker_generation == 0:
+            self._create_topics(broker)
         broker.start(self.now_mono())
         self.broker = broker
         self._add_broker_services(broker)
+
+    def _create_topics(self, broker: BrokerController) -> None:
+        """The scenario's ``[[topic]]`` tables, created before any traffic as an operator does
+        (``mqadmin updateTopic -r N -w N``): topics.json holds them, routes and sends follow their queues.
+        With ``[broker] retry_queue_nums`` the consumer groups are created too, with that many retry queues."""
+        manager = broker.topic_config_manager
+        for spec in self.scenario.topics:
+            manager.update_topic_config(TopicConfig(spec.name, read_queue_nums=spec.queues,
+                                                    write_queue_nums=spec.queues))
+        retry_queue_nums = self.scenario.broker.retry_queue_nums
+        if retry_queue_nums is not None:  # else the groups are auto-created (retryQueueNums 1) when allowed
+            groups = broker.subscription_group_manager
+            for group in sorted({c.group for c in self.scenario.consumers}):  # mqadmin updateSubGroup -q N
+                groups.update_subscription_group_config(SubscriptionGroupConfig(group, retry_queue_nums=retry_queue_nums))
 
     def _add_broker_services(self, broker: BrokerController) -> None:
         """The broker's services under finer owners, so that a touch re-arms only what it can affect:
@@ -264,6 +283,10 @@ class World:
     def restart_broker(self) -> None:
         if self.broker is not None:
             return
+        # The dead broker is garbage in reference cycles (services, listeners) holding its copies of the store's
+        # big files (timer wheel, mapped buffers); collect it before the next one allocates its own, so that
+        # memory stays bounded however many crashes a run injects. Deterministic: no finalizer records events.
+        gc.collect()
         try:
             self.start_broker()
         except BrokerStartError as error:
@@ -289,7 +312,7 @@ class World:
         elif kind == "consumer_crash":
             self._crash_consumer(arg)
         elif kind == "snapshot":
-            self.snapshots[arg] = (self.now_mono(), len(self.history.events), self.disk.snapshot(skip_prefix="config/"))
+            self._take_snapshot(arg)
         elif kind == "store_rollback":
             self._rollback_store(arg)
         elif kind == "cq_truncation":
@@ -317,6 +340,14 @@ class World:
         self.network_service.deliver_at(self.now_mono() + self.scenario.faults.restart_after_ms,
                                         lambda: self._start_consumer(owner, restart=True))
         self.scheduler.touch("network")
+
+    def _take_snapshot(self, key: int) -> None:
+        """A store copy for rollback ``key``; copies taken at the same moment with nothing recorded in between
+        share one (a hundred rollbacks whose copies all date from the start hold one copy, not a hundred)."""
+        at, seq = self.now_mono(), len(self.history.events)
+        previous = next((s for s in self.snapshots.values() if s[0] == at and s[1] == seq), None)
+        copy = previous[2] if previous is not None else self.disk.snapshot(skip_prefix="config/")
+        self.snapshots[key] = (at, seq, copy)
 
     def _rollback_store(self, key: int) -> None:
         """The broker restarts on a copy of its store taken ``rollback_age`` earlier, with today's config

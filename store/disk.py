@@ -174,6 +174,19 @@ class OsDisk:
 SECTOR_SIZE = 512
 
 
+SNAPSHOT_CHUNK = 64 * 1024
+_ZERO_CHUNK = bytes(SNAPSHOT_CHUNK)
+
+
+def _nonzero_chunks(data: bytearray) -> dict[int, bytes]:
+    chunks = {}
+    for index, start in enumerate(range(0, len(data), SNAPSHOT_CHUNK)):
+        chunk = bytes(data[start : start + SNAPSHOT_CHUNK])
+        if chunk != _ZERO_CHUNK[: len(chunk)]:
+            chunks[index] = chunk
+    return chunks
+
+
 class _MemFile:
     """One file: what the page cache holds (``data``) and what is on the platter (``durable``)."""
 
@@ -313,11 +326,15 @@ class MemoryDisk:
         """OS crash: drop what was not flushed (a torn prefix may survive). Returns bytes lost."""
         return sum(self._files[p].lose_unflushed(rng) for p in sorted(self._files))
 
-    def snapshot(self, skip_prefix: str = "") -> dict[str, bytes]:
-        """A copy of every file (page-cache view) not under ``skip_prefix``: an operator's store backup."""
-        return {p: bytes(f.data) for p, f in sorted(self._files.items()) if not (skip_prefix and p.startswith(skip_prefix))}
+    def snapshot(self, skip_prefix: str = "") -> dict[str, tuple[int, dict[int, bytes]]]:
+        """A copy of every file (page-cache view) not under ``skip_prefix``: an operator's store backup.
 
-    def restore(self, snapshot: dict[str, bytes], skip_prefix: str = "") -> None:
+        Each file is kept as (size, its non-zero chunks by index): preallocated mapped files and the sparse
+        timer wheel cost what they hold, not what they reserve."""
+        return {p: (len(f.data), _nonzero_chunks(f.data)) for p, f in sorted(self._files.items())
+                if not (skip_prefix and p.startswith(skip_prefix))}
+
+    def restore(self, snapshot: dict[str, tuple[int, dict[int, bytes]]], skip_prefix: str = "") -> None:
         """Put a snapshot back (files and directories not in it are deleted, as a restored backup has none of
         them: e.g. a consume-queue directory created since), leaving ``skip_prefix`` files as they are now."""
         for path in sorted(self._files):
@@ -329,10 +346,12 @@ class MemoryDisk:
                 path = parent_of(path)
                 kept.add(path)
         self._dirs = {d for d in self._dirs if d in kept or (skip_prefix and d.startswith(skip_prefix))}
-        for path, data in snapshot.items():
+        for path, (size, chunks) in snapshot.items():
             f = _MemFile(path, 0)
-            f.data = bytearray(data)
-            f.durable = bytearray(data)
+            f.data = bytearray(size)
+            for index, chunk in chunks.items():
+                f.data[index * SNAPSHOT_CHUNK : index * SNAPSHOT_CHUNK + len(chunk)] = chunk
+            f.durable = bytearray(f.data)
             self.makedirs(parent_of(path))
             self._files[path] = f
 

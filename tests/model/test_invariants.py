@@ -169,6 +169,58 @@ def test_no_loss_fails_for_a_timer_message_of_another_slot_than_the_torn_unit():
     assert_fails("no_loss", h.restart(7000).drain(), A, "neither consumed it successfully nor dead-lettered")
 
 
+def rollback(h: H, t: int, lost=(), restart_t=None) -> H:
+    """A store rollback as the world records it: a crash at site store_rollback, the event, the restart."""
+    h.add(t, "crash", target="broker", crash_kind="process", site="store_rollback")
+    h.add(t, "store_rollback", snapshot_t_ms=max(0, t - 20_000), lost_msg_ids=list(lost))
+    return h.restart(t + 2000 if restart_t is None else restart_t)
+
+
+def test_no_loss_holds_below_an_offset_committed_before_a_store_rollback():
+    # The group committed 5 on the queue; the broker restarts on an older copy whose queue ends at 4, with
+    # today's consumerOffset.json (5): the message stored at offset 4 after the rollback lies below it.
+    h = H().commit(500, 5)
+    rollback(h, 1000)
+    h.send(3100, A).store(3100, A, queue_offset=4)
+    assert assert_holds("no_loss", h.drain(10_000))["checked"] == 1
+
+
+def test_no_loss_fails_below_a_committed_offset_without_a_rollback_or_at_or_past_it():
+    h = H().commit(500, 5).crash(1000).restart(3000)  # a plain crash keeps the queue: nothing reuses offset 4
+    h.send(3100, A).store(3100, A, queue_offset=4)
+    assert_fails("no_loss", h.drain(10_000), A, "neither consumed it successfully nor dead-lettered")
+    h = H().commit(500, 5)
+    rollback(h, 1000)
+    h.send(3100, A).store(3100, A, queue_offset=5)  # at the committed offset: the consumer reads it
+    assert_fails("no_loss", h.drain(10_000), A, "neither consumed it successfully nor dead-lettered")
+
+
+def stale_unit(h: H, t: int, queue_offset: int, unit_phy_offset=5000, msg_id=M2) -> H:
+    return h.add(t, "cq_unindexed", msg_id=msg_id, topic="T", queue_id=0, queue_offset=queue_offset,
+                 phy_offset=4000, unit_phy_offset=unit_phy_offset)
+
+
+def test_no_loss_holds_within_one_pull_batch_behind_a_stale_unit_495():
+    # After a power failure a resurrected stale unit stands at offset 87; A's unit lies 9 units behind it, in
+    # the pull batch the consumer's decoder stops at the stale record.
+    h = H().send(0, A).store(0, A, queue_offset=96).crash(1000, crash_kind="power")
+    stale_unit(h.restart(3000), 3000, 87)
+    assert verdict("no_loss", h.drain(10_000))["holds"]
+
+
+def test_no_loss_fails_beyond_the_pull_batch_or_in_front_of_the_stale_unit_or_without_a_power_failure():
+    for offset in (87 + 32, 86):
+        h = H().send(0, A).store(0, A, queue_offset=offset).crash(1000, crash_kind="power")
+        stale_unit(h.restart(3000), 3000, 87)
+        assert_fails("no_loss", h.drain(10_000), A, "neither consumed it successfully nor dead-lettered")
+    h = H().send(0, A).store(0, A, queue_offset=96).crash(1000)
+    stale_unit(h.restart(3000), 3000, 87)
+    assert_fails("no_loss", h.drain(10_000), A, "neither consumed it successfully nor dead-lettered")
+    h = H().send(0, A).store(0, A, queue_offset=96).crash(1000, crash_kind="power")
+    stale_unit(h.restart(3000), 3000, 87, unit_phy_offset=None)  # skipped, not stale: its own copy is excused
+    assert_fails("no_loss", h.drain(10_000), A, "neither consumed it successfully nor dead-lettered")
+
+
 def test_no_loss_broadcasting_needs_every_instance():
     c = ctx(model="BROADCASTING", instances=2)
     assert_holds("no_loss", H().send(0, A).consume(2, A, client="G-0@sim").consume(2, A, client="G-1@sim"), c)
@@ -197,6 +249,25 @@ def test_redelivery_after_a_consumer_crash_before_its_commit():
     lost = H().send(0, A).consume(2, A).crash(5, target="G-0")
     assert_fails("at_least_once_redelivery", lost, A, "G-0 consumed it", "crashed before committing",
                  "never got it again")
+
+
+def test_redelivery_holds_when_a_store_rollback_destroyed_the_retry_copy():
+    # The same excuse as no_loss: the send-back stored the retry copy, and a rollback after it took it away.
+    h = H().send(0, A).store(0, A).consume(2, A, status="RECONSUME_LATER")
+    h.store(2, A, topic="SCHEDULE_TOPIC_XXXX", reconsume_times=1).send_back(2, A, 0)
+    rollback(h, 5000, lost=[A])
+    v = assert_holds("at_least_once_redelivery", h.drain(10_000))
+    assert v["checked"] == 1
+    assert verdict("no_loss", h)["holds"]
+
+
+def test_redelivery_fails_when_the_rollback_came_before_the_failed_attempt():
+    # The rollback destroyed an earlier copy; the attempt after it failed and its retry copy survived.
+    h = H().send(0, A).store(0, A)
+    rollback(h, 1000, lost=[A])
+    h.consume(4000, A, status="RECONSUME_LATER").store(4000, A, topic="SCHEDULE_TOPIC_XXXX", reconsume_times=1)
+    h.send_back(4000, A, 0)
+    assert_fails("at_least_once_redelivery", h.drain(10_000), A, "attempt 0", "never delivered to G again")
 
 
 # --- no_early_delivery ---------------------------------------------------------------------------------------
@@ -434,6 +505,19 @@ def test_retry_schedule_uses_the_level_a_send_back_named():
     assert assert_holds("retry_schedule", h)["checked"] == 2
     h.events[-1]["t_ms"] = 20_000
     assert_fails("retry_schedule", h, A, "retry 2 came 9898 ms", "level 3 (10000 ms)")
+def test_retry_schedule_counts_a_forward_clock_step_as_time_waited():
+    # On the broker's wall clock: the step brought the retry's due time 10 minutes nearer.
+    h = H().send(0, A).consume(2, A, status="RECONSUME_LATER").send_back(2, A, 0)
+    h.add(1000, "fault", site="clock", action="step", by_ms=600_000, broker_ms=B0 + 601_000)
+    h.consume(1102, A, reconsume_times=1, queue_topic="%RETRY%G")
+    assert assert_holds("retry_schedule", h)["checked"] == 1
+
+
+def test_retry_schedule_fails_when_the_forward_step_came_after_the_retry():
+    h = H().send(0, A).consume(2, A, status="RECONSUME_LATER").send_back(2, A, 0)
+    h.consume(1102, A, reconsume_times=1, queue_topic="%RETRY%G")
+    h.add(2000, "fault", site="clock", action="step", by_ms=600_000, broker_ms=B0 + 602_000)
+    assert_fails("retry_schedule", h, A, "retry 1 came 1100 ms after its send-back")
 
 
 def test_retry_schedule_holds_for_a_local_retry_of_the_same_copy():
@@ -479,7 +563,41 @@ def test_bounded_lateness_does_not_judge_before_the_drain_or_right_after_a_fault
     assert verdict("bounded_lateness", h)["holds"]
 
 
+def test_bounded_lateness_does_not_wait_for_a_copy_a_store_rollback_destroyed():
+    # The level-5 copy (due in the drain) was stored after the store copy was taken: the rollback took it away.
+    h = H().send(0, A, level=5).store(5000, A, topic="SCHEDULE_TOPIC_XXXX", queue_id=4)
+    rollback(h, 8000, lost=[A]).drain(10_000)
+    assert verdict("bounded_lateness", h)["holds"]
+
+
+def test_bounded_lateness_fails_for_a_copy_stored_after_the_rollback():
+    h = H().send(0, A, level=5).store(1000, A, topic="SCHEDULE_TOPIC_XXXX", queue_id=4)
+    rollback(h, 3000, lost=[A])  # took the first copy; the copy stored below came after it
+    h.store(5000, A, topic="SCHEDULE_TOPIC_XXXX", queue_id=4).drain(10_000)
+    assert_fails("bounded_lateness", h, A, "in the drain but never delivered")
+
+
 # --- duplicates ----------------------------------------------------------------------------------------------
+def _forked_chain(fork_crash: bool) -> H:
+    """Attempt 0 fails and is sent back; the original is consumed again (with success) and the retry chain goes
+    on; its retry 1 succeeds long after. With ``fork_crash``, a broker crash between the two attempts 0 forked
+    the chain (an offset not yet persisted); a later crash falls in the repeat's window either way."""
+    h = H().send(0, A).consume(2, A, status="RECONSUME_LATER").send_back(2, A, 0)
+    if fork_crash:
+        h.crash(1000).restart(3000)
+    h.consume(3000, A).crash(40_000).restart(42_000)
+    return h.consume(60_000, A, reconsume_times=1, queue_topic="%RETRY%G")
+
+
+def test_duplicates_holds_for_the_two_ends_of_a_retry_chain_a_crash_forked():
+    assert verdict("duplicates", _forked_chain(fork_crash=True))["holds"]
+
+
+def test_duplicates_fails_for_two_ends_of_a_chain_no_crash_forked():
+    assert_fails("duplicates", _forked_chain(fork_crash=False), A, "consume repeated at t=60000 ms",
+                 "outside every persist window")
+
+
 def test_duplicates_holds_when_repeats_fall_inside_a_crash_window():
     h = H().send(0, A).consume(2, A).crash(10_000).restart(12_000).consume(12_100, A)
     v = assert_holds("duplicates", h)

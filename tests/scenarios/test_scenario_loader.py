@@ -28,7 +28,8 @@ def test_catalogue_has_the_required_scenarios_and_all_load():
     for required in ("one-message-per-level", "all-levels-under-load", "retry-ladder-to-dlq",
                      "crash-before-delay-offset-flush", "crash-before-consumer-offset-flush",
                      "power-failure-async-flush", "put-failures-during-delivery", "consume-queue-truncation",
-                     "backwards-clock-step", "broadcast-consumer-failure"):
+                     "backwards-clock-step", "broadcast-consumer-failure", "forward-clock-step",
+                     "store-rollback-failing-consumer", "dozens-of-process-crashes"):
         assert required in names
     for name in names:
         scenario = load_builtin(name)
