@@ -7,10 +7,12 @@ import os
 import shutil
 import tempfile
 import time
+import traceback
 from dataclasses import dataclass
 
 from scenarios.scenario import Scenario
 from store.disk import MemoryDisk, OsDisk
+from store.faults import BrokerCrash
 from store.mutants import validate
 
 from .history import History
@@ -54,11 +56,16 @@ def run_scenario(scenario: Scenario, seed: int | None = None, *, era: str | None
         store_disk = MemoryDisk()
     wall_start = time.perf_counter()  # wall-clock ok: reported, never part of the history
     world = World(scenario, seed, era=era, mutants=mutant_set, disk=store_disk, faithful_polling=faithful_polling)
-    world.run(progress)
-    world.finish()
+    sim_error = None
+    try:
+        world.run(progress)
+        world.finish()
+    except (Exception, BrokerCrash) as error:  # a bug in the simulated store or the harness: the run's verdict
+        sim_error = simulator_error_of(error)
     wall_s = time.perf_counter() - wall_start  # wall-clock ok
     history = world.history
-    invariants = check(history, world) if check is not None else {}
+    # A history cut short by a bug proves nothing either way: it is not checked.
+    invariants = check(history, world) if check is not None and sim_error is None else {}
     summary = {
         "scenario": scenario.name,
         "seed": seed,
@@ -75,12 +82,41 @@ def run_scenario(scenario: Scenario, seed: int | None = None, *, era: str | None
         "faithful_polling": faithful_polling,
         "disk": disk,
         "sim_steps": world.scheduler.steps,
+        "verdict": verdict_of(invariants, sim_error),
     }
+    if sim_error is not None:
+        summary["simulator_error"] = sim_error
     if out_dir is not None:
         write_run(out_dir, history, summary, world)
     if tmp_root is not None:
         shutil.rmtree(tmp_root, ignore_errors=True)
     return RunResult(scenario, seed, world.store_config.era, tuple(sorted(mutant_set)), history, summary, world)
+
+
+def simulator_error_of(error: BaseException) -> dict:
+    """What ``summary.json`` says about an exception that stopped the run (contract: type, message, traceback)."""
+    return {"type": type(error).__name__, "message": str(error),
+            "traceback": "".join(traceback.format_exception(error))}
+
+
+def verdict_of(invariants: dict, sim_error: dict | None) -> str:
+    if sim_error is not None:
+        return "simulator_error"
+    return "violated" if any(not v["holds"] for v in invariants.values()) else "holds"
+
+
+def simulator_error_line(summary: dict) -> str | None:
+    """One line naming the exception that stopped the run and where it was raised, or None."""
+    error = summary.get("simulator_error")
+    if not error:
+        return None
+    where = ""
+    for line in reversed(error["traceback"].splitlines()):
+        line = line.strip()
+        if line.startswith("File "):
+            where = " (" + line.replace("File ", "", 1) + ")"
+            break
+    return f"simulator error: {error['type']}: {error['message']}{where}"
 
 
 def write_run(out_dir: str, history: History, summary: dict, world: World) -> None:
