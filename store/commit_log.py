@@ -15,7 +15,7 @@ from .clock import Clock
 from .config import SYNC_FLUSH, MessageStoreConfig
 from .disk import Disk
 from .faults import SITE_PUT, FaultInjector, check_crash
-from .log import StoreLog, as_log
+from .log import DISK_DAMAGE, StoreLog, as_log
 from .mapped_file import MappedFileQueue
 from .put_status import AppendMessageResult, PutMessageResult, PutMessageStatus
 
@@ -223,7 +223,7 @@ class CommitLog:
             else:
                 if req.error and pos < self.file_size and any(data[pos : pos + 4]):
                     self.log.warn(f"recover: {mf.path} pos {pos}: {req.error}; the commit log ends at "
-                             f"{process_offset + pos}")
+                                  f"{process_offset + pos}", fault_site=DISK_DAMAGE)
                 break
         return process_offset + pos
 

@@ -229,10 +229,12 @@ class DefaultMessageStore:
                     self.reput_from_offset = log.roll_next_file(self.reput_from_offset)
                     break
                 elif req.msg_size > 0:
-                    self.log.error(f"[BUG]read total count not equals msg total size at {self.reput_from_offset + pos}", fault_site=DISK_DAMAGE)
+                    self.log.error(f"[BUG]read total count not equals msg total size at {self.reput_from_offset + pos}",
+                                   fault_site=DISK_DAMAGE)
                     pos += req.msg_size
                 else:  # unreadable: a master skips the rest of the buffer (4.9.8 doReput)
-                    self.log.warn(f"reput: unreadable record at {self.reput_from_offset + pos}: {req.error}")
+                    self.log.warn(f"reput: unreadable record at {self.reput_from_offset + pos}: {req.error}",
+                                  fault_site=DISK_DAMAGE)
                     self.reput_from_offset += end
                     return dispatched
             else:

@@ -233,7 +233,13 @@ class BrokerController:
         self.consumer_manager.unregister_consumer(group, client_id)
 
     def get_consumer_id_list_by_group(self, group: str) -> list[str]:
-        return self.consumer_manager.get_consumer_id_list(group)
+        """ConsumerManageProcessor.getConsumerListByGroup: a group with no live client (e.g. just after a
+        restart, before the heartbeats) is a SYSTEM_ERROR answer, never an empty list."""
+        ids = self.consumer_manager.get_consumer_id_list(group)
+        if not ids:
+            self.log.warn(f"getConsumerGroupInfo failed, {group}")
+            raise MQBrokerException(ResponseCode.SYSTEM_ERROR, f"no consumer for this group, {group}")
+        return ids
 
     def get_topic_read_queue_nums(self, topic: str) -> int:
         tc = self.topic_config_manager.select_topic_config(topic)

@@ -113,7 +113,7 @@ class RebalancePushImpl:
                 self.log(f"doRebalance, {self.consumer_group}, but the topic[{topic}] not exist.")
             return False
         if cid_all is None:
-            self.log(f"doRebalance, {self.consumer_group} {topic}, get consumer id list failed")
+            self.log.warn(f"doRebalance, {self.consumer_group} {topic}, get consumer id list failed")
             return False
         try:
             allocated = self.allocate(self.consumer_group, self.client_id, mq_set, cid_all)
