@@ -218,7 +218,7 @@ def _cmd_gate(args: argparse.Namespace) -> int:
     else:
         v = failing.violation
         print(f"  FAIL {failing.scenario} seed {failing.seed}: {', '.join(failing.failed)} violated")
-        print(f"       {v['msg_id']}: {v['explanation']}")
+        print(f"       {v.get('msg_id') or 'log'}: {v['explanation']}")
     print(f"  replay: {failing.repro}")
     if gate.run_dir:
         print(f"  wrote {gate.run_dir}/summary.json, history.jsonl, store/")
