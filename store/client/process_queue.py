@@ -11,6 +11,7 @@ from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable
 
 from ..clock import Clock
+from ..log import as_log
 from ..message import PROPERTY_CONSUME_START_TIMESTAMP, MessageExt
 from .errors import REQUEST_ERRORS
 
@@ -131,7 +132,7 @@ class ProcessQueue:
                 send_message_back(msg, CLEAN_EXPIRE_DELAY_LEVEL)
             except REQUEST_ERRORS as error:  # Java logs it and goes on
                 if log:
-                    log.error(f"send expired msg exception: {error}", error)
+                    as_log(log).error(f"send expired msg exception: {error}", error)
                 continue
             if self._offsets and msg.queue_offset == self._offsets[0]:
                 self.remove_message([msg])
