@@ -61,7 +61,7 @@ def run_scenario(scenario: Scenario, seed: int | None = None, *, era: str | None
         world.run(progress)
         world.finish()
     except (Exception, BrokerCrash) as error:  # a bug in the simulated store or the harness: the run's verdict
-        sim_error = simulator_error_of(error)
+        sim_error = simulator_error_of(error, world.now_mono())
     wall_s = time.perf_counter() - wall_start  # wall-clock ok
     history = world.history
     # A history cut short by a bug proves nothing either way: it is not checked.
@@ -93,10 +93,11 @@ def run_scenario(scenario: Scenario, seed: int | None = None, *, era: str | None
     return RunResult(scenario, seed, world.store_config.era, tuple(sorted(mutant_set)), history, summary, world)
 
 
-def simulator_error_of(error: BaseException) -> dict:
-    """What ``summary.json`` says about an exception that stopped the run (contract: type, message, traceback)."""
+def simulator_error_of(error: BaseException, t_ms: int) -> dict:
+    """What ``summary.json`` says about an exception that stopped the run: type, message, traceback, and the
+    virtual time it stopped at."""
     return {"type": type(error).__name__, "message": str(error),
-            "traceback": "".join(traceback.format_exception(error))}
+            "traceback": "".join(traceback.format_exception(error)), "t_ms": t_ms}
 
 
 def verdict_of(invariants: dict, sim_error: dict | None) -> str:
@@ -116,7 +117,8 @@ def simulator_error_line(summary: dict) -> str | None:
         if line.startswith("File "):
             where = " (" + line.replace("File ", "", 1) + ")"
             break
-    return f"simulator error: {error['type']}: {error['message']}{where}"
+    at = f" at t={error['t_ms']} ms" if error.get("t_ms") is not None else ""
+    return f"simulator error{at}: {error['type']}: {error['message']}{where}"
 
 
 def write_run(out_dir: str, history: History, summary: dict, world: World) -> None:

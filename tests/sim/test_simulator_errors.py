@@ -93,6 +93,7 @@ def test_a_type_error_in_a_handler_stops_the_run_as_a_simulator_error(monkeypatc
     assert summary["verdict"] == "simulator_error"
     error = summary["simulator_error"]
     assert error["type"] == "TypeError" and f"planted bug in {name}" in error["message"]
+    assert 0 < error["t_ms"] < summary["virtual_ms"]  # where it stopped
     assert error["traceback"].startswith("Traceback")
     assert "wrapped" in error["traceback"]  # where it was raised
     assert summary["invariants"] == {}  # a history cut short is not checked
@@ -140,7 +141,8 @@ def test_a_sweep_row_records_the_simulator_error(monkeypatch):
 
     task["doc"] = tomllib.loads(RETRIES)
     row = run_task(task, check=check_run)
-    assert row["error"].startswith("simulator error: TypeError: planted bug in consumer_send_msg_back")
+    assert row["error"].startswith("simulator error at t=")
+    assert "TypeError: planted bug in consumer_send_msg_back, call 2" in row["error"]
     assert row["holds"] is None
 
 
