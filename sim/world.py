@@ -106,12 +106,14 @@ class World:
         """The logger a component of this world writes to: WARN and ERROR lines become ``log`` events."""
         return StoreLog(name, self._on_log)
 
-    def _on_log(self, level: str, logger: str, message: str, fault_site: str | None) -> None:
+    def _on_log(self, level: str, logger: str, message: str, fault_site: str | None, caught: bool) -> None:
+        """A line without a cause of its own is put down to a fault site that fired in the same step; a caught
+        exception is not (it names its fault, or none caused it)."""
         if level == INFO:
             return
         if fault_site == DISK_DAMAGE:  # inconsistent files: only an injected loss of data explains them
-            fault_site = self.damage_site or self.faults.fired
-        elif fault_site is None:
+            fault_site = self.damage_site or (None if caught else self.faults.fired)
+        elif fault_site is None and not caught:
             fault_site = self.faults.fired
         self.record("log", level=level, logger=logger, message=message, fault_site=fault_site)
 

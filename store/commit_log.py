@@ -53,7 +53,7 @@ class CommitLog:
     # --- put -----------------------------------------------------------------------------
     def put_message(self, msg: codec.MessageExt) -> PutMessageResult:
         if check_crash(self.faults, SITE_PUT, msg.topic):
-            return PutMessageResult(PutMessageStatus.OS_PAGE_CACHE_BUSY)
+            return PutMessageResult(PutMessageStatus.OS_PAGE_CACHE_BUSY, fault_site=SITE_PUT)
         try:
             prep = codec.prepare_message(
                 msg,

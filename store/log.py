@@ -21,8 +21,10 @@ INFO, WARN, ERROR = "INFO", "WARN", "ERROR"
 # with none injected the line stays unexplained. Live, the marker is simply dropped.
 DISK_DAMAGE = "?disk-damage"
 
-# (level, logger name, message, fault site or None)
-LogSink = Callable[[str, str, str, "str | None"], None]
+# (level, logger name, message, fault site or None, caught: an exception came with the line). A caught exception
+# that carries no fault site was not caused by an injected fault as far as anyone can tell: a sink must not
+# guess one for it.
+LogSink = Callable[[str, str, str, "str | None", bool], None]
 
 _STDLIB_LEVELS = {INFO: logging.INFO, WARN: logging.WARNING, ERROR: logging.ERROR}
 
@@ -39,7 +41,7 @@ def fault_site_of(error: BaseException | None) -> str | None:
     return None
 
 
-def _stdlib_sink(level: str, name: str, message: str, fault_site: str | None) -> None:
+def _stdlib_sink(level: str, name: str, message: str, fault_site: str | None, caught: bool) -> None:
     shown = message if fault_site in (None, DISK_DAMAGE) else f"{message} [fault {fault_site}]"
     logging.getLogger(name).log(_STDLIB_LEVELS[level], shown)
 
@@ -60,13 +62,14 @@ class StoreLog:
         self.info(message)
 
     def info(self, message: str) -> None:
-        self.sink(INFO, self.name, message, None)
+        self.sink(INFO, self.name, message, None, False)
 
     def warn(self, message: str, error: BaseException | None = None, fault_site: str | None = None) -> None:
-        self.sink(WARN, self.name, message, fault_site or fault_site_of(error))
+        """``error``: the caught exception, whose fault site wins; ``fault_site``: the cause when it has none."""
+        self.sink(WARN, self.name, message, fault_site_of(error) or fault_site, error is not None)
 
     def error(self, message: str, error: BaseException | None = None, fault_site: str | None = None) -> None:
-        self.sink(ERROR, self.name, message, fault_site or fault_site_of(error))
+        self.sink(ERROR, self.name, message, fault_site_of(error) or fault_site, error is not None)
 
 
 def as_log(log: StoreLog | Callable[[str], None] | None, name: str = "RocketmqStore") -> StoreLog:
@@ -75,7 +78,7 @@ def as_log(log: StoreLog | Callable[[str], None] | None, name: str = "RocketmqSt
         return log
     if log is None:
         return StoreLog(name)
-    return StoreLog(name, lambda _level, _name, message, _site: log(message))
+    return StoreLog(name, lambda _level, _name, message, _site, _caught: log(message))
 
 
-NULL_LOG = StoreLog("null", lambda _level, _name, _message, _site: None)
+NULL_LOG = StoreLog("null", lambda _level, _name, _message, _site, _caught: None)

@@ -214,7 +214,7 @@ class ScheduleMessageService(ConfigManager):
 
     def put_due_message(self, inner: codec.MessageExt) -> PutMessageResult:
         if check_crash(self.store.faults, SITE_SCHEDULE_DELIVER, inner.topic):
-            return PutMessageResult(PutMessageStatus.OS_PAGE_CACHE_BUSY)
+            return PutMessageResult(PutMessageStatus.OS_PAGE_CACHE_BUSY, fault_site=SITE_SCHEDULE_DELIVER)
         return self.store.put_message(inner)
 
     def _delivered(self, inner: codec.MessageExt, level: int, due_ms: int, result: PutMessageResult,
@@ -268,7 +268,7 @@ class DeliverDelayedMessageTimerTask:
         try:
             self.execute_on_timeup()
         except MESSAGE_TIMEUP_ERRORS as error:  # run(): what escapes executeOnTimeup (anything else is a bug)
-            self.svc.log.error(f"ScheduleMessageService, executeOnTimeup exception: {error!r}", error)
+            self.svc.log.error(f"ScheduleMessageService, executeOnTimeup exception: {error!r}", error, DISK_DAMAGE)
             self.schedule_next(self.offset, DELAY_FOR_A_PERIOD_MS)
 
     def schedule_next(self, offset: int, delay_ms: int) -> None:
@@ -324,7 +324,8 @@ class DeliverDelayedMessageTimerTask:
                 except MESSAGE_TIMEUP_ERRORS as error:
                     if not svc.m_drop_on_exception:
                         raise
-                    svc.log.error(f"messageTimeup execute error, drop it. msgId={msg_ext.uniq_key} {error!r}", error)
+                    svc.log.error(f"messageTimeup execute error, drop it. msgId={msg_ext.uniq_key} {error!r}", error,
+                                  DISK_DAMAGE)
                     continue
                 if inner.topic == RMQ_SYS_TRANS_HALF_TOPIC:
                     svc.log.error(f"[BUG] the real topic of schedule msg is {inner.topic}, discard the msg")
@@ -340,7 +341,8 @@ class DeliverDelayedMessageTimerTask:
             next_offset = self.offset + scanned
         except MESSAGE_TIMEUP_ERRORS as error:
             # E3: nextOffset still names the failing unit (retried); E4/E5: it is already past it (skipped).
-            svc.log.error(f"ScheduleMessageService, messageTimeup execute error, offset={next_offset}: {error!r}", error)
+            svc.log.error(f"ScheduleMessageService, messageTimeup execute error, offset={next_offset}: {error!r}", error,
+                          DISK_DAMAGE)
         self.schedule_next(next_offset, DELAY_FOR_A_WHILE_MS)
 
     def _recorded_offset(self, curr_offset: int) -> int:

@@ -94,7 +94,8 @@ class SendMessageProcessor:
         msg.properties_string = None  # rebuilt from the (possibly changed) map
         result = self.store.put_message(msg)
         if not result.is_ok:
-            raise MQBrokerException(_STATUS_TO_CODE.get(result.status, ResponseCode.SYSTEM_ERROR), result.status)
+            raise MQBrokerException(_STATUS_TO_CODE.get(result.status, ResponseCode.SYSTEM_ERROR), result.status,
+                                    fault_site=result.fault_site)
         return result
 
     def _handle_retry_and_dlq(self, msg: codec.MessageExt) -> None:
@@ -179,5 +180,5 @@ class SendMessageProcessor:
         )
         result = self.store.put_message(inner)
         if not result.is_ok:
-            raise MQBrokerException(ResponseCode.SYSTEM_ERROR, result.status)
+            raise MQBrokerException(ResponseCode.SYSTEM_ERROR, result.status, fault_site=result.fault_site)
         return result

@@ -526,7 +526,8 @@ class TimerMessageStore:
                     delayed_ms = java_parse_long(msg.properties.get(codec.PROPERTY_TIMER_OUT_MS))
                 except ValueError as error:
                     if not self.config.timer_skip_unknown_error:
-                        self.log.error(f"Unknown exception in enqueuing at queue offset {offset + i - 1}: {error}", error)
+                        self.log.error(f"Unknown exception in enqueuing at queue offset {offset + i - 1}: {error}", error,
+                                       DISK_DAMAGE)
                         return "error"  # the unit is read again after the hold
                     self.log.warn(f"Unknown error in skipped in enqueuing: {error}", error)
                 else:
@@ -701,7 +702,7 @@ class TimerMessageStore:
             self.log.warn(f"Trying do put delete timer msg, roll {roll}")
             return PUT_NO_RETRY, None, 0
         if check_crash(self.faults, SITE_TIMER_DEQUEUE_PUT, msg.topic):
-            result = PutMessageResult(PutMessageStatus.OS_PAGE_CACHE_BUSY)
+            result = PutMessageResult(PutMessageStatus.OS_PAGE_CACHE_BUSY, fault_site=SITE_TIMER_DEQUEUE_PUT)
         else:
             result = self.store.put_message(msg)
         status = result.status

@@ -11,7 +11,8 @@ from store.log import DISK_DAMAGE, ERROR, INFO, WARN, StoreLog, as_log, fault_si
 
 def recording():
     lines = []
-    return lines, StoreLog("RocketmqStore", lambda level, name, message, site: lines.append((level, name, message, site)))
+    return lines, StoreLog("RocketmqStore",
+                           lambda level, name, message, site, _caught: lines.append((level, name, message, site)))
 
 
 def test_levels_names_and_the_plain_call_is_info():
