@@ -654,6 +654,27 @@ def check_duplicates(ix: _Index, ctx: RunContext) -> dict:
     return verdict
 
 
+_FAULT_KINDS = ("fault", "crash", "store_rollback", "cq_truncate")
+
+
+def check_no_unexpected_errors(ix: _Index, ctx: RunContext) -> dict:
+    """Every ERROR line (RocketMQ's "should not happen", a caught exception logged as an error) names the
+    injected fault that caused it, and that fault happened before it; anything else is a store bug."""
+    violations = []
+    errors = [e for e in ix.by_kind["log"] if e["level"] == "ERROR"]
+    first_fault = next((e["seq"] for e in ix.events if e["kind"] in _FAULT_KINDS), None)
+    for e in errors:
+        site = e.get("fault_site")
+        if site and first_fault is not None and first_fault < e["seq"]:
+            continue
+        why = (f"it names the fault site {site!r}, but no fault happened before it" if site
+               else "no injected fault explains it")
+        violations.append({"msg_id": None, "seq": e["seq"], "events": [e],
+                           "explanation": f"{e['logger']} logged an ERROR at t={e['t_ms']} ms and {why}: "
+                                          f"{e['message'][:300]}"})
+    return _verdict(len(errors), violations)
+
+
 CHECKS = {
     "no_loss": check_no_loss,
     "at_least_once_redelivery": check_at_least_once_redelivery,
@@ -663,6 +684,7 @@ CHECKS = {
     "retry_schedule": check_retry_schedule,
     "bounded_lateness": check_bounded_lateness,
     "duplicates": check_duplicates,
+    "no_unexpected_errors": check_no_unexpected_errors,
 }
 
 

@@ -77,6 +77,8 @@ def _load(scenario_arg: str, seed: int | None = None):
 
 
 def _print_run(summary: dict, out_dir: str | None) -> None:
+    from sim.run import simulator_error_line
+
     st = summary["stats"]
     late = st["lateness_ms"]
     print(f"{summary['scenario']} seed {summary['seed']} era {summary['era']}"
@@ -92,11 +94,14 @@ def _print_run(summary: dict, out_dir: str | None) -> None:
         extra += f": vacuous, {verdict.get('vacuous_reason')}" if verdict.get("vacuous") else ""
         print(f"  {mark} {name} ({verdict['checked']} checked{extra})")
         for violation in verdict["violations"][:3]:
-            print(f"       {violation['msg_id']}: {violation['explanation']}")
+            print(f"       {violation.get('msg_id') or 'seq ' + str(violation.get('seq'))}: {violation['explanation']}")
     print(f"  history sha256 {summary['history_sha256']}")
     if out_dir:
         print(f"  wrote {out_dir}/summary.json, history.jsonl, store/")
-    if any(not v["holds"] for v in summary["invariants"].values()):
+    error_line = simulator_error_line(summary)
+    if error_line is not None:
+        print(f"  {error_line}; the run stopped, its history is not checked (traceback in summary.json)")
+    if error_line is not None or any(not v["holds"] for v in summary["invariants"].values()):
         print(f"  replay: {summary['repro']}")
 
 
@@ -122,7 +127,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise UsageError(str(error)) from None
     _print_run(result.summary, out_dir)
     code = _verdict_exit(result.summary)
-    if code == EXIT_VIOLATION and args.shrink:
+    if code == EXIT_VIOLATION and args.shrink and result.summary.get("verdict") != "simulator_error":
         _shrink_run(result, os.path.join(out_dir, "shrunk.toml"), args.era, args.shrink_runs)
     return code
 
@@ -220,7 +225,7 @@ def _cmd_gate(args: argparse.Namespace) -> int:
     else:
         v = failing.violation
         print(f"  FAIL {failing.scenario} seed {failing.seed}: {', '.join(failing.failed)} violated")
-        print(f"       {v['msg_id']}: {v['explanation']}")
+        print(f"       {v.get('msg_id') or 'log'}: {v['explanation']}")
     print(f"  replay: {failing.repro}")
     if gate.run_dir:
         print(f"  wrote {gate.run_dir}/summary.json, history.jsonl, store/")
@@ -244,7 +249,7 @@ def _checker():
 
 def _cmd_replay(args: argparse.Namespace) -> int:
     from scenarios.scenario import ScenarioError, scenario_from_dict
-    from sim.run import run_scenario
+    from sim.run import run_scenario, simulator_error_line
 
     path = os.path.join(args.dir, "summary.json")
     try:
@@ -262,6 +267,9 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         print(f"replay of {args.dir}: history DIFFERS: expected {expected}, got {got}")
         return EXIT_VIOLATION
     print(f"replay of {args.dir}: identical history ({got})")
+    error_line = simulator_error_line(result.summary)
+    if error_line is not None:
+        print(f"  {error_line}")
     return _verdict_exit(result.summary)
 
 

@@ -129,6 +129,13 @@ def run_gate(*, runs: int | None = None, budget_s: float | None = None, seed_bas
                 stopped_by = "violation"
                 break
             summary = result.summary
+            sim_error = summary.get("simulator_error")
+            if sim_error is not None:  # a bug in the simulated store: the gate fails, with the traceback
+                done.append(GateRun(name, seed, summary["wall_s"], repro=summary["repro"],
+                                    error=f"{sim_error['type']}: {sim_error['message']}\n{sim_error['traceback']}"))
+                stopped_by = "violation"
+                failing_result = result
+                break
             failed = [k for k, v in summary["invariants"].items() if not v["holds"]]
             violation = None
             if failed:
@@ -154,7 +161,8 @@ def run_gate(*, runs: int | None = None, budget_s: float | None = None, seed_bas
     if failing is not None and failing_result is not None:
         gate.run_dir = os.path.join(out_dir, f"{failing.scenario}-seed{failing.seed}")
         write_run(gate.run_dir, failing_result.history, failing_result.summary, failing_result.world)
-    if failing is not None and failing_result is not None and failing.failed:  # a vacuous run has nothing to shrink
+    if failing is not None and failing_result is not None and failing.failed and failing.error is None:
+        # a vacuous run has nothing to shrink, nor has a simulator error
         try:
             from sim.shrink import shrink, write_shrunk
 
@@ -170,9 +178,10 @@ def run_gate(*, runs: int | None = None, budget_s: float | None = None, seed_bas
 
 def junit_xml(gate: GateResult) -> str:
     """JUnit XML: one ``testsuite`` "rmqsim-gate", one ``testcase`` per run; a violation is a ``failure``
-    (message: the invariant and its sentence; text: the replay command and the shrunk reproduction)."""
-    failures = sum(1 for r in gate.runs if (r.failed or r.vacuous) and r.error is None)
-    errors = sum(1 for r in gate.runs if r.error is not None)
+    (message: the invariant and its sentence; text: the replay command and the shrunk reproduction), and so is
+    a simulator error (type ``SimulatorError``; text: the traceback and the replay command)."""
+    failures = sum(1 for r in gate.runs if not r.ok)
+    errors = 0
     suite = ET.Element("testsuite", name="rmqsim-gate", tests=str(len(gate.runs)), failures=str(failures),
                        errors=str(errors), skipped="0", time=f"{sum(r.wall_s for r in gate.runs):.3f}")
     props = ET.SubElement(suite, "properties")
@@ -182,7 +191,8 @@ def junit_xml(gate: GateResult) -> str:
         case = ET.SubElement(suite, "testcase", classname=f"rmqsim.gate.{r.scenario}",
                              name=f"{r.scenario} seed {r.seed}", time=f"{r.wall_s:.3f}")
         if r.error is not None:
-            el = ET.SubElement(case, "error", message=r.error.splitlines()[0], type="SimulatorError")
+            el = ET.SubElement(case, "failure", message=f"simulator error: {r.error.splitlines()[0]}",
+                               type="SimulatorError")
             el.text = f"{r.error}\nreplay: {r.repro}\n"
         elif r.failed:
             v = r.violation or {}

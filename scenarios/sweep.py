@@ -417,13 +417,17 @@ def run_task(task: dict, check=None) -> dict:
            "repro": task["repro"], "error": None, "checked": False, "holds": None, "violated": [],
            "first_violation": None, **{f"ok_{name}": None for name in INVARIANTS}}
     try:
-        from sim.run import run_scenario
+        from sim.run import run_scenario, simulator_error_line
 
         scenario = scenario_from_dict(task["doc"], task["source"])
         checker = check if check is not None else _default_checker()
         result = run_scenario(scenario, task["seed"], mutants=task["mutants"], check=checker,
                               scenario_arg=task["source"])
         summary = result.summary
+        if summary.get("simulator_error") is not None:  # the run stopped on a bug: the row's error says where
+            row.update({"error": simulator_error_line(summary)[:500], "history_sha256": summary["history_sha256"],
+                        "wall_s": round(time.perf_counter() - start, 4)})  # wall-clock ok
+            return row
         invariants = summary["invariants"] or {}
         violated = sorted(name for name, v in invariants.items() if not v["holds"])
         first = None

@@ -25,6 +25,7 @@ class SimFaults:
         self.rng = rng
         self.active = True
         self.armed_crash_sites: list[str] = []
+        self.fired: str | None = None  # the site that fired during the current step (reset before each step)
 
     def at(self, site: str, detail: str = "") -> str | None:
         if not self.active:
@@ -32,6 +33,7 @@ class SimFaults:
         if site in self.armed_crash_sites:
             self.armed_crash_sites.remove(site)
             self.world.record("fault", site=site, action=CRASH, detail=detail)
+            self.fired = site
             return CRASH
         rate = 0.0
         if site == SITE_PUT:
@@ -42,6 +44,7 @@ class SimFaults:
             rate = self.spec.schedule_rebuild_failure_rate
         if rate > 0 and self.rng.random() < rate:
             self.world.record("fault", site=site, action=FAIL, detail=detail)
+            self.fired = site
             return FAIL
         return None
 

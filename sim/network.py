@@ -55,18 +55,21 @@ class SimNetwork:
     def _broker(self):
         broker = self.world.broker
         if broker is None:
-            raise RemotingError("connect to broker-a failed: the broker is down")
+            raise RemotingError("connect to broker-a failed: the broker is down", fault_site=self.world.down_site)
         self.world.scheduler.touch("broker")
         self.world.sync_broker_mono()
         return broker
 
     def _call(self, fn):
+        """Only the modelled outcomes cross the wire: an answer, an error answer (``MQBrokerException``), or
+        the injected crash (seen by the client as a closed connection). Any other exception is a bug in the
+        broker and propagates: the run stops with a simulator error, never a "failed request"."""
         broker = self._broker()
         try:
             return fn(broker)
         except BrokerCrash as crash:
             self.world.broker_crashed(crash)
-            raise RemotingError(f"connection closed: {crash}") from None
+            raise RemotingError(f"connection closed: {crash}", fault_site=crash.site) from None
 
     # --- asynchronous pull ---------------------------------------------------------------------------
     def pull_message_async(self, request: PullMessageRequest, callback: PullCallback) -> None:

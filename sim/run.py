@@ -7,11 +7,13 @@ import os
 import shutil
 import tempfile
 import time
+import traceback
 from dataclasses import dataclass
 
 from model.invariants import overall_verdict
 from scenarios.scenario import Scenario
 from store.disk import MemoryDisk, OsDisk
+from store.faults import BrokerCrash
 from store.mutants import validate
 
 from .checking import check_run
@@ -59,13 +61,18 @@ def run_scenario(scenario: Scenario, seed: int | None = None, *, era: str | None
         store_disk = MemoryDisk()
     wall_start = time.perf_counter()  # wall-clock ok: reported, never part of the history
     world = World(scenario, seed, era=era, mutants=mutant_set, disk=store_disk, faithful_polling=faithful_polling)
-    world.run(progress)
-    world.finish()
+    sim_error = None
+    try:
+        world.run(progress)
+        world.finish()
+    except (Exception, BrokerCrash) as error:  # a bug in the simulated store or the harness: the run's verdict
+        sim_error = simulator_error_of(error, world.now_mono())
     wall_s = time.perf_counter() - wall_start  # wall-clock ok
     history = world.history
     if check is None:
         check = check_run
-    invariants = check(history, world) if check is not False else {}
+    # A history cut short by a bug proves nothing either way: it is not checked.
+    invariants = check(history, world) if check is not False and sim_error is None else {}
     summary = {
         "scenario": scenario.name,
         "seed": seed,
@@ -76,19 +83,52 @@ def run_scenario(scenario: Scenario, seed: int | None = None, *, era: str | None
         "events": len(history.events),
         "history_sha256": history.sha256(),
         "invariants": invariants,
-        "verdict": overall_verdict(invariants) if check is not False else "unchecked",
         "stats": run_stats(history, world),
         "repro": repro_command(scenario_arg or scenario.source or scenario.name, seed, era, mutant_set, disk),
         "scenario_doc": scenario.doc,
         "faithful_polling": faithful_polling,
         "disk": disk,
         "sim_steps": world.scheduler.steps,
+        "verdict": verdict_of(invariants, sim_error, checked=check is not False),
     }
+    if sim_error is not None:
+        summary["simulator_error"] = sim_error
     if out_dir is not None:
         write_run(out_dir, history, summary, world)
     if tmp_root is not None:
         shutil.rmtree(tmp_root, ignore_errors=True)
     return RunResult(scenario, seed, world.store_config.era, tuple(sorted(mutant_set)), history, summary, world)
+
+
+def simulator_error_of(error: BaseException, t_ms: int) -> dict:
+    """What ``summary.json`` says about an exception that stopped the run: type, message, traceback, and the
+    virtual time it stopped at."""
+    return {"type": type(error).__name__, "message": str(error),
+            "traceback": "".join(traceback.format_exception(error)), "t_ms": t_ms}
+
+
+def verdict_of(invariants: dict, sim_error: dict | None, checked: bool = True) -> str:
+    """summary.json's verdict: simulator_error, unchecked (``check=False``), violated, vacuous or holds."""
+    if sim_error is not None:
+        return "simulator_error"
+    if not checked:
+        return "unchecked"
+    return overall_verdict(invariants)
+
+
+def simulator_error_line(summary: dict) -> str | None:
+    """One line naming the exception that stopped the run and where it was raised, or None."""
+    error = summary.get("simulator_error")
+    if not error:
+        return None
+    where = ""
+    for line in reversed(error["traceback"].splitlines()):
+        line = line.strip()
+        if line.startswith("File "):
+            where = " (" + line.replace("File ", "", 1) + ")"
+            break
+    at = f" at t={error['t_ms']} ms" if error.get("t_ms") is not None else ""
+    return f"simulator error{at}: {error['type']}: {error['message']}{where}"
 
 
 def write_run(out_dir: str, history: History, summary: dict, world: World) -> None:

@@ -20,6 +20,7 @@ from store.config import BrokerConfig, MessageStoreConfig
 from store.consume_queue import CQ_STORE_UNIT_SIZE
 from store.disk import MemoryDisk
 from store.faults import BrokerCrash
+from store.log import DISK_DAMAGE, INFO, StoreLog
 from store.message import PROPERTY_DELAY_TIME_LEVEL, PROPERTY_TIMER_OUT_MS
 from store.service import PeriodicService
 from store.subscription_group import SubscriptionGroupConfig
@@ -74,7 +75,7 @@ class World:
             flush_consumer_offset_interval_ms=scenario.broker.flush_consumer_offset_interval_ms,
         )
         self.scheduler = Scheduler(self.env, self.broker_crashed)
-        self.scheduler.before_step = lambda _now: self.sync_broker_mono()
+        self.scheduler.before_step = self._before_step
         self.faults = SimFaults(self, scenario.faults, self.rngs.stream("faults"))
         self.broker: BrokerController | None = None
         self.broker_generation = 0
@@ -90,6 +91,8 @@ class World:
         self.restart_error: str | None = None
         self.snapshots: dict[int, tuple[int, int, dict]] = {}
         self.broker_owners: list[str] = []
+        self.down_site: str | None = None  # the fault that took the broker down (what a refused call names)
+        self.damage_site: str | None = None  # the last fault that lost or rolled back stored data
 
     # --- time and history -----------------------------------------------------------------------
     def now_mono(self) -> int:
@@ -97,6 +100,25 @@ class World:
 
     def record(self, kind: str, **fields) -> None:
         self.history.record(self.now_mono(), kind, **fields)
+
+    def _before_step(self, _now: int) -> None:
+        self.faults.fired = None
+        self.sync_broker_mono()
+
+    def log_to(self, name: str) -> StoreLog:
+        """The logger a component of this world writes to: WARN and ERROR lines become ``log`` events."""
+        return StoreLog(name, self._on_log)
+
+    def _on_log(self, level: str, logger: str, message: str, fault_site: str | None, caught: bool) -> None:
+        """A line without a cause of its own is put down to a fault site that fired in the same step; a caught
+        exception is not (it names its fault, or none caused it)."""
+        if level == INFO:
+            return
+        if fault_site == DISK_DAMAGE:  # inconsistent files: only an injected loss of data explains them
+            fault_site = self.damage_site or (None if caught else self.faults.fired)
+        elif fault_site is None and not caught:
+            fault_site = self.faults.fired
+        self.record("log", level=level, logger=logger, message=message, fault_site=fault_site)
 
     def sync_broker_mono(self) -> None:
         if self.broker is not None:
@@ -112,7 +134,7 @@ class World:
         broker = BrokerController(
             self.disk, self.clock, rng=self.rngs.stream(f"broker/{self.broker_generation}"),
             broker_config=self.broker_config, store_config=self.store_config, faults=self.faults,
-            mutants=self.mutants,
+            mutants=self.mutants, log=self.log_to("RocketmqBroker"),
         )
         broker.message_store.unindexed_listeners.append(self._on_unindexed)
         timer = broker.timer_message_store
@@ -238,11 +260,14 @@ class World:
         # After a power failure the copies past the flushed end of the commit log may be lost or torn.
         extra = {"commit_log_durable": broker.message_store.commit_log.get_flushed_where()} if kind == "power" else {}
         self.record("crash", target="broker", crash_kind=kind, site=site, **extra)
+        self.down_site = {"process": "process_crash", "power": "power_failure"}.get(kind) if site == "plan" else site
+        if kind == "power":
+            self.damage_site = "power_failure"
         self.broker = None
         self.broker_generation += 1
         self._remove_broker_services()
         for held in broker.pull_processor.drop_held():
-            held.callback(RemotingError("connection closed: the broker died"))
+            held.callback(RemotingError("connection closed: the broker died", fault_site=self.down_site))
         if kind == "power":
             lost = self.disk.power_failure(self.rngs.stream(f"power/{self.broker_generation}"))
             self.record("fault", site="power", action="unflushed bytes lost", detail=str(lost))
@@ -259,6 +284,7 @@ class World:
         extra = {"timer_read_ms": timer.commit_read_time_ms} if timer is not None and timer.running else {}
         self.record("crash", target="broker", crash_kind="shutdown", site="plan", **extra)
         held = broker.pull_processor.drop_held()
+        self.down_site = "graceful_restart"
         try:
             broker.shutdown()
         except BrokerCrash as crash:
@@ -267,7 +293,7 @@ class World:
         self.broker_generation += 1
         self._remove_broker_services()
         for request in held:
-            request.callback(RemotingError("connection closed: the broker shut down"))
+            request.callback(RemotingError("connection closed: the broker shut down", fault_site=self.down_site))
         self.broker_down_since = self.now_mono()
         self.restart_at(self.now_mono() + self.scenario.faults.restart_after_ms)
 
@@ -358,6 +384,7 @@ class World:
         lost = sorted({e["msg_id"] for e in self.history.events[seq:] if e["kind"] == "store"})
         self.crash_broker("process", site="store_rollback")
         self.disk.restore(snapshot, skip_prefix="config/")
+        self.damage_site = "store_rollback"
         self.record("store_rollback", snapshot_t_ms=taken_at, lost_msg_ids=lost)
 
     def _truncate_consume_queue(self, pick: float) -> None:
@@ -382,6 +409,7 @@ class World:
             msg = broker.message_store.look_message_by_offset(phy, size)
             cut.append(msg.uniq_key if msg is not None else None)
         self.crash_broker("process", site="cq_truncation")
+        self.damage_site = "cq_truncation"
         for index in range(to_offset, from_offset):  # zero the tail units on disk
             pos = index * CQ_STORE_UNIT_SIZE
             mf = cq.mfq.find_mapped_file_by_offset(pos)
@@ -395,7 +423,8 @@ class World:
         for i, spec in enumerate(self.scenario.producers):
             owner = f"producer-{i}"
             client = DefaultMQProducer(SimNetwork(self, owner), self.clock, producer_group=f"PG{i}",
-                                       client_id=f"producer-{i}@sim", rng=self.rngs.stream(owner))
+                                       client_id=f"producer-{i}@sim", rng=self.rngs.stream(owner),
+                                       log=self.log_to(f"RocketmqClient@{owner}"))
             actor = ProducerActor(self, i, spec, client, self.rngs.stream(owner + "/levels"))
             self.scheduler.add_owner(owner, [actor], RANK_PRODUCERS + 10 * i)
 
@@ -416,6 +445,7 @@ class World:
             consume_from_where=spec.consume_from_where, offset_store_disk=self.client_disk,
             rng=self.rngs.stream(f"{owner}/client/{self.now_mono()}"), era=self.store_config.era, mutants=self.mutants,
             events=lambda kind, fields, o=owner: self._client_event(o, kind, fields),
+            log=self.log_to(f"RocketmqClient@{owner}"),
         )
         consumer.subscribe(spec.topic, spec.subscription)
         executor = ConsumeExecutor(self, owner, consumer, spec, self.rngs.stream(f"{owner}/listener"))

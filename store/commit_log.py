@@ -15,6 +15,7 @@ from .clock import Clock
 from .config import SYNC_FLUSH, MessageStoreConfig
 from .disk import Disk
 from .faults import SITE_PUT, FaultInjector, check_crash
+from .log import DISK_DAMAGE, StoreLog, as_log
 from .mapped_file import MappedFileQueue
 from .put_status import AppendMessageResult, PutMessageResult, PutMessageStatus
 
@@ -31,7 +32,7 @@ class CommitLog:
         faults: FaultInjector,
         checkpoint: StoreCheckpoint,
         delay_level_table_ms: dict[int, int],
-        log: Callable[[str], None],
+        log: StoreLog | Callable[[str], None] | None,
         store_path: str = "commitlog",
         mutants: frozenset[str] = frozenset(),
     ) -> None:
@@ -41,7 +42,7 @@ class CommitLog:
         self.checkpoint = checkpoint
         self.delay_level_table_ms = delay_level_table_ms
         self.max_delay_level = max(delay_level_table_ms) if delay_level_table_ms else 0
-        self.log = log
+        self.log = as_log(log, "CommitLog")
         self.mfq = MappedFileQueue(disk, store_path, config.mapped_file_size_commit_log,
                                    physic_ts_every_flush="physic_ts_every_flush" in mutants)
         self.topic_queue_table: dict[str, int] = {}  # "topic-queueId" -> next queue offset
@@ -56,7 +57,7 @@ class CommitLog:
     # --- put -----------------------------------------------------------------------------
     def put_message(self, msg: codec.MessageExt) -> PutMessageResult:
         if check_crash(self.faults, SITE_PUT, msg.topic):
-            return PutMessageResult(PutMessageStatus.OS_PAGE_CACHE_BUSY)
+            return PutMessageResult(PutMessageStatus.OS_PAGE_CACHE_BUSY, fault_site=SITE_PUT)
         try:
             prep = codec.prepare_message(
                 msg,
@@ -247,8 +248,8 @@ class CommitLog:
                 pos = 0
             else:
                 if req.error and pos < self.file_size and any(data[pos : pos + 4]):
-                    self.log(f"recover: {mf.path} pos {pos}: {req.error}; the commit log ends at "
-                             f"{process_offset + pos}")
+                    self.log.warn(f"recover: {mf.path} pos {pos}: {req.error}; the commit log ends at "
+                                  f"{process_offset + pos}", fault_site=DISK_DAMAGE)
                 break
         return process_offset + pos
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from .disk import Disk
 from .faults import NO_FAULTS, SITE_PERSIST_PREFIX, FaultInjector, check_crash
+from .log import DISK_DAMAGE, as_log
 
 PERSIST_4X = "4.x"  # 4.x – 5.0.0 MixAll.string2File: tmp file, copy to .bak, delete, rename
 PERSIST_5_3_3 = "5.3.3"  # 5.1.0 – 5.3.3 (#5905): copy to .bak, overwrite in place
@@ -23,9 +24,6 @@ PERSIST_MODES = (PERSIST_5_3_3, PERSIST_4X, PERSIST_DEVELOP)
 BAK_SUFFIX = ".bak"
 TMP_SUFFIX = ".tmp"
 
-
-def _ignore(message: str) -> None:
-    pass
 
 
 def file_name_of(path: str) -> str:
@@ -76,7 +74,7 @@ class ConfigManager(ABC):
         self.config_file_path = config_file_path
         self.faults = faults
         self.persist_mode = persist_mode
-        self.log = log or _ignore
+        self.log = as_log(log, type(self).__name__)
         self.load_error: str | None = None
         self.load_events: list[str] = []
         self.persist_errors: list[str] = []
@@ -96,15 +94,18 @@ class ConfigManager(ABC):
         """Merge the file's content into memory; raise (any Exception) if it cannot be read."""
 
     # --- load ------------------------------------------------------------------------------
-    def _event(self, text: str) -> None:
+    def _event(self, text: str, unreadable: bool = False) -> None:
         self.load_events.append(text)
-        self.log(text)
+        if unreadable:  # Java: log.error("load ... failed, and try to load backup file")
+            self.log.error(text, fault_site=DISK_DAMAGE)
+        else:
+            self.log(text)
 
     def _try_decode(self, data: bytes) -> str | None:
         """Decode ``data``; None on success, else a one-line reason (the parser's position included)."""
         try:
             self.decode(data.decode("utf-8"))
-        except Exception as error:  # Java catches every exception here too
+        except ValueError as error:  # unparseable or ill-typed content (Java catches every exception here)
             return f"{type(error).__name__}: {error}"
         return None
 
@@ -121,6 +122,7 @@ class ConfigManager(ABC):
         if reason is None:
             self._event(f"{name} loaded")
             return True
+        self.log.error(f"load {name} failed, and try to load backup file: {reason}", fault_site=DISK_DAMAGE)
         if self.persist_mode == PERSIST_DEVELOP:
             self.disk.delete(self.config_file_path)  # #9706: an invalid main file is removed
             return self.load_bak(f"{name} unreadable ({reason}), deleted")
@@ -139,7 +141,7 @@ class ConfigManager(ABC):
             self._event(f"{prefix}loaded .bak")
             return True
         self.load_error = f"{self.config_file_path}{BAK_SUFFIX} unreadable: {reason}"
-        self._event(f"{prefix}{name}.bak unreadable ({reason}): load failed")
+        self._event(f"{prefix}{name}.bak unreadable ({reason}): load failed", unreadable=True)
         return False
 
     # --- persist ---------------------------------------------------------------------------
@@ -152,7 +154,7 @@ class ConfigManager(ABC):
         if text is None:
             return
         if check_crash(self.faults, SITE_PERSIST_PREFIX + self.file_name):
-            self._persist_failed("injected I/O error")
+            self._persist_failed("injected I/O error", SITE_PERSIST_PREFIX + self.file_name)
             return
         data = text.encode("utf-8")
         try:
@@ -169,10 +171,10 @@ class ConfigManager(ABC):
         for listener in self.persist_listeners:
             listener(self.file_name)
 
-    def _persist_failed(self, why: str) -> None:
+    def _persist_failed(self, why: str, fault_site: str | None = None) -> None:
         message = f"persist file {self.config_file_path} exception: {why}"
         self.persist_errors.append(message)
-        self.log(message)
+        self.log.error(message, fault_site=fault_site)
 
 
 # --- reading bean properties (shared by the managers' decode) ----------------------------------------------

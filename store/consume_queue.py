@@ -10,15 +10,13 @@ import struct
 from collections.abc import Callable, Iterator
 
 from .disk import Disk
+from .log import StoreLog, as_log
 from .mapped_file import MappedFile, MappedFileQueue
 
 CQ_STORE_UNIT_SIZE = 20
 CQ_UNIT = struct.Struct(">qiq")
 PRE_BLANK_UNIT = CQ_UNIT.pack(0, 0x7FFFFFFF, 0)
 
-
-def _ignore(message: str) -> None:
-    pass
 
 
 class ConsumeQueue:
@@ -29,7 +27,7 @@ class ConsumeQueue:
         queue_id: int,
         mapped_file_size: int,
         store_path: str = "consumequeue",
-        log: Callable[[str], None] = _ignore,
+        log: StoreLog | Callable[[str], None] | None = None,
     ) -> None:
         if mapped_file_size % CQ_STORE_UNIT_SIZE:
             raise ValueError(f"consume queue file size {mapped_file_size} is not a multiple of 20")
@@ -39,7 +37,7 @@ class ConsumeQueue:
         self.mfq = MappedFileQueue(disk, f"{store_path}/{topic}/{queue_id}", mapped_file_size)
         self.max_physic_offset = -1
         self.min_logic_offset = 0  # bytes
-        self.log = log
+        self.log = as_log(log, "ConsumeQueue")
 
     # --- lifecycle -----------------------------------------------------------------------
     def load(self) -> None:
@@ -136,11 +134,11 @@ class ConsumeQueue:
         if cq_offset != 0:
             current = mf.wrote_position + mf.file_from_offset
             if expect_logic_offset < current:
-                self.log(f"build consume queue repeatedly, expect {expect_logic_offset} < current {current}, "
+                self.log.warn(f"build consume queue repeatedly, expect {expect_logic_offset} < current {current}, "
                          f"topic {self.topic} queue {self.queue_id}")
                 return True
             if expect_logic_offset != current:
-                self.log(f"[BUG]logic queue order maybe wrong, expect {expect_logic_offset} current {current} "
+                self.log.warn(f"[BUG]logic queue order maybe wrong, expect {expect_logic_offset} current {current} "
                          f"topic {self.topic} queue {self.queue_id}")
         self.max_physic_offset = offset + size
         mf.append(CQ_UNIT.pack(offset, size, tags_code))

@@ -77,7 +77,7 @@ class ConsumerOffsetManager(ConfigManager):
             stored = queues.get(queue_id)
             queues[queue_id] = offset
             if stored is not None and offset < stored:
-                self.log(f"[NOTIFYME]update consumer offset less than store. clientHost={client_host}, key={key}, "
+                self.log.warn(f"[NOTIFYME]update consumer offset less than store. clientHost={client_host}, key={key}, "
                          f"queueId={queue_id}, requestOffset={offset}, storeOffset={stored}")
         if self.json_shape == SHAPE_5X:
             self._version_change_counter += 1

@@ -7,7 +7,9 @@ broker; the harness catches it, throws the in-memory state away and restarts fro
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, TypeVar
+
+E = TypeVar("E", bound=BaseException)
 
 # Actions a site may be told to take.
 FAIL = "fail"  # the operation reports failure (put error, send-back error, ...)
@@ -25,12 +27,22 @@ SITE_FLUSH_COMMITLOG = "flush.commitlog"
 SITE_FLUSH_CQ = "flush.consumequeue"
 
 
-class BrokerCrash(Exception):
-    """The broker process died at a fault site; everything in memory is gone."""
+class BrokerCrash(BaseException):
+    """The broker process died at a fault site; everything in memory is gone.
+
+    A ``BaseException``, like ``SystemExit``: no ``except Exception`` in the store can swallow it,
+    so it always unwinds to the harness that plays the process dying."""
 
     def __init__(self, site: str) -> None:
         super().__init__(f"broker crashed at {site}")
         self.site = site
+        self.fault_site = site
+
+
+def injected(error: E, site: str) -> E:
+    """``error`` marked as caused by the injected fault at ``site`` (its log line will say so)."""
+    error.fault_site = site
+    return error
 
 
 class FaultInjector(Protocol):

@@ -19,6 +19,7 @@ from .consume_queue import CQ_STORE_UNIT_SIZE, ConsumeQueue
 from .delay_level import parse_delay_level
 from .disk import Disk
 from .faults import NO_FAULTS, FaultInjector
+from .log import DISK_DAMAGE, StoreLog, as_log
 from .mapped_file import StoreLoadError
 from .put_status import PutMessageResult, PutMessageStatus
 from .service import PeriodicService
@@ -50,9 +51,6 @@ class GetMessageResult:
     messages: list[codec.MessageExt] = field(default_factory=list)
 
 
-def _ignore(message: str) -> None:
-    pass
-
 
 def _indexes(cq: ConsumeQueue, req: codec.DispatchRequest) -> bool:
     """Some unit points at the dispatched copy: at its queue offset, or lower (a unit appended after stale
@@ -72,7 +70,7 @@ class DefaultMessageStore:
         config: MessageStoreConfig | None = None,
         clock: Clock | None = None,
         faults: FaultInjector = NO_FAULTS,
-        log: Callable[[str], None] = _ignore,
+        log: StoreLog | Callable[[str], None] | None = None,
         mutants: frozenset[str] = frozenset(),
     ) -> None:
         from .clock import SystemClock
@@ -81,7 +79,7 @@ class DefaultMessageStore:
         self.config = config or MessageStoreConfig()
         self.clock = clock or SystemClock()
         self.faults = faults
-        self.log = log
+        self.log = as_log(log, "DefaultMessageStore")
         self.mutants = frozenset(mutants)
         self.delay_level_table_ms = parse_delay_level(self.config.message_delay_level)
         self.checkpoint: StoreCheckpoint | None = None
@@ -240,10 +238,12 @@ class DefaultMessageStore:
                     self.reput_from_offset = log.roll_next_file(self.reput_from_offset)
                     break
                 elif req.msg_size > 0:
-                    self.log(f"[BUG]read total count not equals msg total size at {self.reput_from_offset + pos}")
+                    self.log.error(f"[BUG]read total count not equals msg total size at {self.reput_from_offset + pos}",
+                                   fault_site=DISK_DAMAGE)
                     pos += req.msg_size
                 else:  # unreadable: a master skips the rest of the buffer (4.9.8 doReput)
-                    self.log(f"reput: unreadable record at {self.reput_from_offset + pos}: {req.error}")
+                    self.log.warn(f"reput: unreadable record at {self.reput_from_offset + pos}: {req.error}",
+                                  fault_site=DISK_DAMAGE)
                     self.reput_from_offset += end
                     return dispatched
             else:

@@ -36,6 +36,7 @@ class AppendMessageResult:
 class PutMessageResult:
     status: str
     append: AppendMessageResult | None = None
+    fault_site: str | None = None  # the injected fault that failed this put, if one did
 
     @property
     def is_ok(self) -> bool:

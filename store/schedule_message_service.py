@@ -17,7 +17,8 @@ from .config_manager import ConfigManager
 from .consume_queue import CQ_UNIT
 from .data_version import DataVersion
 from .fastjson import dumps, loads
-from .faults import SITE_SCHEDULE_DELIVER, SITE_SCHEDULE_REBUILD, BrokerCrash, check_crash
+from .faults import SITE_SCHEDULE_DELIVER, SITE_SCHEDULE_REBUILD, check_crash, injected
+from .log import DISK_DAMAGE, as_log
 from .message_store import DefaultMessageStore
 from .put_status import PutMessageResult, PutMessageStatus
 from .service import PeriodicService
@@ -33,6 +34,12 @@ SCHEDULE_TOPIC_QUEUE_NUM = 18
 # (delivered message, level, due_ms, put result, the scheduled copy's queue offset in its level's queue);
 # an asynchronous resend also passes ``resend=True`` (it may land after later messages of its level).
 DeliverListener = Callable[..., None]
+
+
+# What rebuilding a stored delayed message can raise when the record is corrupt (a property missing or not a
+# number, an illegal message): the errors Java's catch blocks in executeOnTimeUp are there for. Any other
+# exception is a bug in this code and must stop a simulation, not be logged and skipped.
+MESSAGE_TIMEUP_ERRORS = (ValueError, KeyError, codec.MessageIllegal)
 
 
 def delay_level_to_queue_id(level: int) -> int:
@@ -62,7 +69,7 @@ class ScheduleMessageService(ConfigManager):
         self.store = store
         self.clock = store.clock
         self.era4 = era4
-        self.log = log or store.log
+        self.log = as_log(log or store.log)
         self.offset_table: dict[int, int] = {}
         self.delay_level_table_ms = dict(store.delay_level_table_ms)
         self.max_delay_level = max(self.delay_level_table_ms)
@@ -133,7 +140,7 @@ class ScheduleMessageService(ConfigManager):
             low, high = cq.get_min_offset_in_queue(), cq.get_max_offset_in_queue()
             corrected = low if offset < low else high if offset > high else offset
             if corrected != offset:
-                self.log(f"schedule CQ offset invalid, level {level}: correct delay offset from {offset} to {corrected}")
+                self.log.error(f"schedule CQ offset invalid, level {level}: correct delay offset from {offset} to {corrected}", fault_site=DISK_DAMAGE)
                 self.offset_table[level] = corrected
 
     def start(self, mono_ms: int) -> None:
@@ -195,7 +202,8 @@ class ScheduleMessageService(ConfigManager):
     def message_timeup(self, msg_ext: codec.MessageExt) -> codec.MessageExt:
         """The message to put back: the property *string* still carries DELAY/REAL_TOPIC/REAL_QID (1.2)."""
         if check_crash(self.store.faults, SITE_SCHEDULE_REBUILD, msg_ext.topic):
-            raise ValueError("messageTimeup: the message could not be rebuilt (injected fault)")
+            raise injected(ValueError("messageTimeup: the message could not be rebuilt (injected fault)"),
+                           SITE_SCHEDULE_REBUILD)
         props = msg_ext.properties  # the same map object, as in Java
         inner = codec.MessageExt(
             topic=msg_ext.topic,
@@ -221,7 +229,7 @@ class ScheduleMessageService(ConfigManager):
 
     def put_due_message(self, inner: codec.MessageExt) -> PutMessageResult:
         if check_crash(self.store.faults, SITE_SCHEDULE_DELIVER, inner.topic):
-            return PutMessageResult(PutMessageStatus.OS_PAGE_CACHE_BUSY)
+            return PutMessageResult(PutMessageStatus.OS_PAGE_CACHE_BUSY, fault_site=SITE_SCHEDULE_DELIVER)
         return self.store.put_message(inner)
 
     def _delivered(self, inner: codec.MessageExt, level: int, due_ms: int, result: PutMessageResult,
@@ -276,10 +284,8 @@ class DeliverDelayedMessageTimerTask:
         self.idle = None
         try:
             self.execute_on_timeup()
-        except BrokerCrash:
-            raise
-        except Exception as error:  # run(): an Exception escaping executeOnTimeup
-            self.svc.log(f"ScheduleMessageService, executeOnTimeup exception: {error!r}")
+        except MESSAGE_TIMEUP_ERRORS as error:  # run(): what escapes executeOnTimeup (anything else is a bug)
+            self.svc.log.error(f"ScheduleMessageService, executeOnTimeup exception: {error!r}", error, DISK_DAMAGE)
             self.schedule_next(self.offset, DELAY_FOR_A_PERIOD_MS)
 
     def schedule_next(self, offset: int, delay_ms: int) -> None:
@@ -302,7 +308,7 @@ class DeliverDelayedMessageTimerTask:
             elif cq.get_max_offset_in_queue() < self.offset:
                 reset = cq.get_max_offset_in_queue()
             if reset != self.offset:
-                svc.log(f"schedule CQ offset invalid. offset={self.offset}, level={level}, reset to {reset}")
+                svc.log.error(f"schedule CQ offset invalid. offset={self.offset}, level={level}, reset to {reset}", fault_site=DISK_DAMAGE)
             else:
                 self.idle = ("data",)
             self.schedule_next(reset, DELAY_FOR_A_WHILE_MS)
@@ -332,15 +338,14 @@ class DeliverDelayedMessageTimerTask:
                     continue  # commit log expired / unreadable: skipped silently
                 try:
                     inner = svc.message_timeup(msg_ext)
-                except BrokerCrash:
-                    raise
-                except Exception as error:
+                except MESSAGE_TIMEUP_ERRORS as error:
                     if not svc.m_drop_on_exception:
                         raise
-                    svc.log(f"messageTimeup execute error, drop it. msgId={msg_ext.uniq_key} {error!r}")
+                    svc.log.error(f"messageTimeup execute error, drop it. msgId={msg_ext.uniq_key} {error!r}", error,
+                                  DISK_DAMAGE)
                     continue
                 if inner.topic == RMQ_SYS_TRANS_HALF_TOPIC:
-                    svc.log(f"[BUG] the real topic of schedule msg is {inner.topic}, discard the msg")
+                    svc.log.error(f"[BUG] the real topic of schedule msg is {inner.topic}, discard the msg")
                     continue
                 if svc.async_deliver:
                     delivered = self._async_deliver(inner, curr_offset, phy, size, tags_code)
@@ -351,11 +356,10 @@ class DeliverDelayedMessageTimerTask:
                     self.schedule_next(retry_at, DELAY_FOR_A_WHILE_MS)
                     return
             next_offset = self.offset + scanned
-        except BrokerCrash:
-            raise
-        except Exception as error:
+        except MESSAGE_TIMEUP_ERRORS as error:
             # E3: nextOffset still names the failing unit (retried); E4/E5: it is already past it (skipped).
-            svc.log(f"ScheduleMessageService, messageTimeup execute error, offset={next_offset}: {error!r}")
+            svc.log.error(f"ScheduleMessageService, messageTimeup execute error, offset={next_offset}: {error!r}", error,
+                          DISK_DAMAGE)
         self.schedule_next(next_offset, DELAY_FOR_A_WHILE_MS)
 
     def _recorded_offset(self, curr_offset: int) -> int:
@@ -367,7 +371,7 @@ class DeliverDelayedMessageTimerTask:
         if result.is_ok:
             self.svc.update_offset(self.level, self._recorded_offset(curr_offset))
             return True
-        self.svc.log(f"ScheduleMessageService, a message time up, but reput it failed, level {self.level} "
+        self.svc.log.warn(f"ScheduleMessageService, a message time up, but reput it failed, level {self.level} "
                      f"offset {curr_offset}: {result.status}")
         return False
 
@@ -375,10 +379,10 @@ class DeliverDelayedMessageTimerTask:
         svc = self.svc
         pending = svc.put_result_tasks[self.level].pending
         if len(pending) > svc.max_pending_limit:
-            svc.log(f"Asynchronous deliver triggers flow control, level {self.level}")
+            svc.log.warn(f"Asynchronous deliver triggers flow control, level {self.level}")
             return False
         if pending and pending[0].resend_count > svc.max_resend_num_to_block:
-            svc.log(f"Asynchronous deliver block, level {self.level}")
+            svc.log.warn(f"Asynchronous deliver block, level {self.level}")
             return False
         result = svc.put_due_message(inner)
         svc._delivered(inner, self.level, due_ms, result, curr_offset)

@@ -174,7 +174,7 @@ class SubscriptionGroupManager(ConfigManager):
         old = self.subscription_group_table.pop(group, None)
         self.forbidden_table.pop(group, None)
         if old is None:
-            self.log(f"delete subscription group failed, subscription groupName: {group} not exist")
+            self.log.warn(f"delete subscription group failed, subscription groupName: {group} not exist")
             return
         self.log(f"delete subscription group OK, subscription group:{old}")
         self._changed()

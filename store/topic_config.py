@@ -236,12 +236,12 @@ class TopicConfigManager(ConfigManager):
             return existing
         default = self.topic_config_table.get(default_topic)
         if default is None:
-            self.log(f"Create new topic failed, because the default topic[{default_topic}] not exist")
+            self.log.warn(f"Create new topic failed, because the default topic[{default_topic}] not exist")
             return None
         if default_topic == AUTO_CREATE_TOPIC_KEY_TOPIC and not self.auto_create_topic_enable:
             default.perm = PERM_READ | PERM_WRITE  # Java overwrites the stored TBW102's perm
         if not is_inherited(default.perm):
-            self.log(f"Create new topic failed, because the default topic[{default_topic}] has no perm "
+            self.log.warn(f"Create new topic failed, because the default topic[{default_topic}] has no perm "
                      f"[{default.perm}]")
             return None
         queue_nums = max(0, min(client_default_topic_queue_nums, default.write_queue_nums))
@@ -279,7 +279,7 @@ class TopicConfigManager(ConfigManager):
     def delete_topic_config(self, topic: str) -> None:
         old = self.topic_config_table.pop(topic, None)
         if old is None:
-            self.log(f"delete topic config failed, topic: {topic} not exists")
+            self.log.warn(f"delete topic config failed, topic: {topic} not exists")
             return
         self.log(f"delete topic config OK, topic: {old}")
         self._changed()

@@ -27,6 +27,7 @@ from ..consumer_offset import ConsumerOffsetManager
 from ..disk import Disk
 from ..faults import NO_FAULTS, FaultInjector
 from ..hook_utils import ScheduleMessageHook
+from ..log import StoreLog, as_log
 from ..message_store import DefaultMessageStore
 from ..schedule_message_service import ScheduleMessageService
 from ..service import PeriodicService
@@ -40,10 +41,6 @@ from .send_message_processor import SendMessageProcessor
 
 class BrokerStartError(Exception):
     """The broker refuses to start (e.g. a config file and its .bak are both unreadable)."""
-
-
-def _ignore(message: str) -> None:
-    pass
 
 
 def copy_message(msg: codec.MessageExt) -> codec.MessageExt:
@@ -62,7 +59,7 @@ class BrokerController:
         store_config: MessageStoreConfig | None = None,
         faults: FaultInjector = NO_FAULTS,
         mutants: frozenset[str] = frozenset(),
-        log: Callable[[str], None] = _ignore,
+        log: StoreLog | Callable[[str], None] | None = None,
     ) -> None:
         self.disk = disk
         self.clock = clock
@@ -71,7 +68,7 @@ class BrokerController:
         self.store_config = store_config or MessageStoreConfig()
         self.faults = faults
         self.mutants = mutants
-        self.log = log
+        self.log = log = as_log(log, "RocketmqBroker")
         self.broker_name = self.broker_config.broker_name
         era4 = self.store_config.is_era_4
         persist_mode = "4.x" if era4 else "5.3.3"
@@ -85,20 +82,24 @@ class BrokerController:
             default_topic_queue_nums=self.broker_config.default_topic_queue_nums,
             timer_wheel_enable=self.store_config.timer_wheel_enable and not era4,
             system_topics_5x=not era4,
-            **common,
+            log=log.named("TopicConfigManager"), **common,
         )
         self.subscription_group_manager = SubscriptionGroupManager(
-            disk, clock, auto_create_subscription_group=self.broker_config.auto_create_subscription_group, **common
+            disk, clock, auto_create_subscription_group=self.broker_config.auto_create_subscription_group,
+            log=log.named("SubscriptionGroupManager"), **common
         )
-        self.consumer_offset_manager = ConsumerOffsetManager(disk, clock, **common)
-        self.message_store = DefaultMessageStore(disk, self.store_config, clock, faults, log, mutants=mutants)
+        self.consumer_offset_manager = ConsumerOffsetManager(disk, clock, log=log.named("ConsumerOffsetManager"), **common)
+        self.message_store = DefaultMessageStore(disk, self.store_config, clock, faults,
+                                                 log.named("DefaultMessageStore"), mutants=mutants)
         self.schedule_message_service = ScheduleMessageService(self.message_store, mutants=mutants,
-                                                               persist_mode=persist_mode)
+                                                               persist_mode=persist_mode,
+                                                               log=log.named("ScheduleMessageService"))
         self.consumer_manager = ConsumerManager()
         self.broker_permission = PERM_READ | PERM_WRITE
         self.send_processor = SendMessageProcessor(
             self.message_store, self.topic_config_manager, self.subscription_group_manager, rng,
             era4=era4, broker_writeable=lambda: is_writeable(self.broker_permission), mutants=mutants,
+            log=log.named("SendMessageProcessor"),
         )
         self.pull_processor = PullMessageProcessor(
             self.message_store, self.topic_config_manager, self.subscription_group_manager,
@@ -108,7 +109,8 @@ class BrokerController:
         # The 5.x timer wheel (ROCKETMQ.md 7); 4.x has none, and its put hook routes delay levels only.
         self.timer_message_store: TimerMessageStore | None = None
         if self.store_config.timer_wheel_enable and not era4:
-            self.timer_message_store = TimerMessageStore(self.message_store, rng=rng, mutants=mutants, log=log)
+            self.timer_message_store = TimerMessageStore(self.message_store, rng=rng, mutants=mutants,
+                                                         log=log.named("TimerMessageStore"))
             self.timer_message_store.mono_now = lambda: self.pull_processor.now_mono_ms
         max_level = self.schedule_message_service.max_delay_level
         self.message_store.put_hooks.append(ScheduleMessageHook(max_level) if era4 else ScheduleMessageHook(
@@ -251,7 +253,13 @@ class BrokerController:
         self.consumer_manager.unregister_consumer(group, client_id)
 
     def get_consumer_id_list_by_group(self, group: str) -> list[str]:
-        return self.consumer_manager.get_consumer_id_list(group)
+        """ConsumerManageProcessor.getConsumerListByGroup: a group with no live client (e.g. just after a
+        restart, before the heartbeats) is a SYSTEM_ERROR answer, never an empty list."""
+        ids = self.consumer_manager.get_consumer_id_list(group)
+        if not ids:
+            self.log.warn(f"getConsumerGroupInfo failed, {group}")
+            raise MQBrokerException(ResponseCode.SYSTEM_ERROR, f"no consumer for this group, {group}")
+        return ids
 
     def get_topic_read_queue_nums(self, topic: str) -> int:
         tc = self.topic_config_manager.select_topic_config(topic)

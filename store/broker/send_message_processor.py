@@ -16,6 +16,7 @@ from collections.abc import Callable
 from .. import message as codec
 from ..client.api import MQBrokerException, ResponseCode
 from ..faults import SITE_SEND_BACK, check_crash
+from ..log import as_log
 from ..message_store import DefaultMessageStore
 from ..put_status import PutMessageResult, PutMessageStatus
 from ..subscription_group import SubscriptionGroupManager
@@ -63,7 +64,7 @@ class SendMessageProcessor:
         self.rng = rng
         self.era4 = era4
         self.broker_writeable = broker_writeable
-        self.log = log or store.log
+        self.log = as_log(log or store.log)
         self.m_dlq_keeps_delay = "dlq_keeps_delay" in mutants
         self.m_dlq_threshold_gt = "dlq_threshold_gt" in mutants
         self.m_retry_level_2_plus_r = "retry_level_2_plus_r" in mutants
@@ -107,7 +108,8 @@ class SendMessageProcessor:
         msg.properties_string = None  # rebuilt from the (possibly changed) map
         result = self.store.put_message(msg)
         if not result.is_ok:
-            raise MQBrokerException(_STATUS_TO_CODE.get(result.status, ResponseCode.SYSTEM_ERROR), result.status)
+            raise MQBrokerException(_STATUS_TO_CODE.get(result.status, ResponseCode.SYSTEM_ERROR), result.status,
+                                    fault_site=result.fault_site)
         return result
 
     def _handle_retry_and_dlq(self, msg: codec.MessageExt) -> None:
@@ -139,7 +141,8 @@ class SendMessageProcessor:
                                max_reconsume_times: int | None, origin_msg_id: str = "") -> PutMessageResult | None:
         """Store the retry (or dead-letter) copy of a consumed message; None means SUCCESS without storing."""
         if check_crash(self.store.faults, SITE_SEND_BACK, group):
-            raise MQBrokerException(ResponseCode.SYSTEM_ERROR, "send back failed (injected fault)")
+            raise MQBrokerException(ResponseCode.SYSTEM_ERROR, "send back failed (injected fault)",
+                                    fault_site=SITE_SEND_BACK)
         sgc = self.groups.find_subscription_group_config(group)
         if sgc is None:
             raise MQBrokerException(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
@@ -193,5 +196,5 @@ class SendMessageProcessor:
         )
         result = self.store.put_message(inner)
         if not result.is_ok:
-            raise MQBrokerException(ResponseCode.SYSTEM_ERROR, result.status)
+            raise MQBrokerException(ResponseCode.SYSTEM_ERROR, result.status, fault_site=result.fault_site)
         return result

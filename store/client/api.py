@@ -56,16 +56,23 @@ class SendStatus:
 
 
 class RemotingError(Exception):
-    """The request did not get an answer (network failure, timeout, broker down)."""
+    """The request did not get an answer (network failure, timeout, broker down).
+
+    ``fault_site`` names the injected fault behind it (e.g. the crash that took the broker down)."""
+
+    def __init__(self, message: str = "", *, fault_site: str | None = None) -> None:
+        super().__init__(message)
+        self.fault_site = fault_site
 
 
 class MQBrokerException(Exception):
     """The broker answered with an error code."""
 
-    def __init__(self, code: int, remark: str = "") -> None:
+    def __init__(self, code: int, remark: str = "", *, fault_site: str | None = None) -> None:
         super().__init__(f"CODE: {code} DESC: {remark}")
         self.code = code
         self.remark = remark
+        self.fault_site = fault_site  # the injected fault that made the broker answer so, if one did
 
 
 @dataclass(frozen=True, slots=True, order=True)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from ..message import PROPERTY_CONSUME_START_TIMESTAMP, PROPERTY_RETRY_TOPIC, MessageExt
 from .api import BROADCASTING, MessageQueue
+from .errors import REQUEST_ERRORS
 from .process_queue import ProcessQueue
 
 if TYPE_CHECKING:
@@ -103,7 +104,7 @@ class ConsumeMessageConcurrentlyService:
             self.consumer.emit_consume(msg, CONSUME_SUCCESS if i <= acked else RECONSUME_LATER,
                                        request.message_queue.topic)
         if request.process_queue.dropped:
-            self.consumer.log(f"processQueue is dropped without process consume result. {request.message_queue}")
+            self.consumer.log.warn(f"processQueue is dropped without process consume result. {request.message_queue}")
             return
         self.process_consume_result(status, context, request)
 
@@ -123,7 +124,7 @@ class ConsumeMessageConcurrentlyService:
         ack_index = self._effective_ack_index(status, context.ack_index, len(msgs))
         if consumer.message_model == BROADCASTING:
             for msg in msgs[ack_index + 1 :]:
-                consumer.log(f"BROADCASTING, the message consume failed, drop it, {msg.uniq_key}")
+                consumer.log.warn(f"BROADCASTING, the message consume failed, drop it, {msg.uniq_key}")
         else:
             failed: list[MessageExt] = []
             for msg in msgs[ack_index + 1 :]:
@@ -151,8 +152,8 @@ class ConsumeMessageConcurrentlyService:
             self.consumer.send_message_back(msg, context.delay_level_when_next_consume,
                                             context.message_queue.broker_name)
             return True
-        except Exception as error:
-            self.consumer.log(f"sendMessageBack exception, group: {self.consumer.consumer_group}: {error}")
+        except REQUEST_ERRORS as error:
+            self.consumer.log.error(f"sendMessageBack exception, group: {self.consumer.consumer_group}: {error}", error)
             return False
 
     # --- expired messages --------------------------------------------------------------------------------

@@ -12,8 +12,9 @@ from collections.abc import Callable, Iterable
 from ..client_offset_file import OffsetFileCorrupt, read_offsets_file, write_offsets_file
 from ..config import ERA_5
 from ..disk import Disk
-from .api import BrokerClientApi, MessageQueue, MQBrokerException, ResponseCode
-from .errors import MQClientException
+from ..log import DISK_DAMAGE, as_log
+from .api import BrokerClientApi, MessageQueue, MQBrokerException, RemotingError, ResponseCode
+from .errors import REQUEST_ERRORS, MQClientException
 
 READ_FROM_MEMORY = "READ_FROM_MEMORY"
 READ_FROM_STORE = "READ_FROM_STORE"
@@ -21,9 +22,6 @@ MEMORY_FIRST_THEN_STORE = "MEMORY_FIRST_THEN_STORE"
 
 OffsetListener = Callable[[MessageQueue, int], None]
 
-
-def _ignore(_: str) -> None:
-    pass
 
 
 class _OffsetTable:
@@ -33,7 +31,7 @@ class _OffsetTable:
         self.offset_table: dict[MessageQueue, int] = {}
         self.frozen: set[MessageQueue] = set()  # 5.2.0+ ControllableOffset.updateAndFreeze
         self.on_update = on_update
-        self.log = log or _ignore
+        self.log = as_log(log, "RocketmqClient")
 
     def update_offset(self, mq: MessageQueue, offset: int, increase_only: bool) -> None:
         if mq in self.frozen:
@@ -103,8 +101,8 @@ class RemoteBrokerOffsetStore(_OffsetTable):
                     return -1  # 5.3.3: OffsetNotFoundException
                 self.log(f"fetchConsumeOffsetFromBroker error answer, {mq}: {error}")
                 return -1 if self.era4 else -2
-            except Exception as error:  # RemotingError and anything else: "could not ask"
-                self.log(f"fetchConsumeOffsetFromBroker exception, {mq}: {error}")
+            except (RemotingError, MQClientException) as error:  # "could not ask"
+                self.log.warn(f"fetchConsumeOffsetFromBroker exception, {mq}: {error}", error)
                 return -2
             self._set_from_store(mq, broker_offset)
             return broker_offset
@@ -136,8 +134,8 @@ class RemoteBrokerOffsetStore(_OffsetTable):
     def _send(self, mq: MessageQueue, offset: int, why: str) -> None:
         try:
             self.update_consume_offset_to_broker(mq, offset, True)
-        except Exception as error:  # one-way: a failure is only logged
-            self.log(f"[{why}] updateConsumeOffsetToBroker exception, {mq}: {error}")
+        except REQUEST_ERRORS as error:  # one-way: a failure is only logged
+            self.log.error(f"[{why}] updateConsumeOffsetToBroker exception, {mq}: {error}", error)
 
 
 class LocalFileOffsetStore(_OffsetTable):
@@ -209,11 +207,11 @@ class LocalFileOffsetStore(_OffsetTable):
         try:
             table = self._read_local_offset()
         except MQClientException as error:
-            self.log(f"readLocalOffset exception: {error}")
+            self.log.error(f"readLocalOffset exception: {error}", error, fault_site=DISK_DAMAGE)
             return
         merged = dict(table)
         merged.update(entries)
         try:
             write_offsets_file(self.disk, self.store_path, merged)
         except OSError as error:
-            self.log(f"persist consumer offset exception, {self.store_path}: {error}")
+            self.log.error(f"persist consumer offset exception, {self.store_path}: {error}", error)

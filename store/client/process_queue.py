@@ -11,7 +11,9 @@ from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable
 
 from ..clock import Clock
+from ..log import as_log
 from ..message import PROPERTY_CONSUME_START_TIMESTAMP, MessageExt
+from .errors import REQUEST_ERRORS
 
 PULL_MAX_IDLE_TIME_MS = 120_000  # rocketmq.client.pull.pullMaxIdleTime: no pull that long -> rebuilt
 CLEAN_EXPIRE_MAX_MSGS = 16  # cleanExpireMsg looks at most at this many head messages per round
@@ -132,9 +134,9 @@ class ProcessQueue:
                 break
             try:
                 send_message_back(msg, CLEAN_EXPIRE_DELAY_LEVEL)
-            except Exception as error:  # Java logs it and goes on
+            except REQUEST_ERRORS as error:  # Java logs it and goes on
                 if log:
-                    log(f"send expired msg exception: {error}")
+                    as_log(log).error(f"send expired msg exception: {error}", error)
                 continue
             if self._offsets and msg.queue_offset == self._offsets[0]:
                 self.remove_message([msg])

@@ -13,6 +13,7 @@ import random
 from collections.abc import Callable
 
 from ..clock import Clock
+from ..log import as_log
 from ..message import (
     PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_MAX_RECONSUME_TIMES,
@@ -36,9 +37,6 @@ RETRY_RESPONSE_CODES = frozenset({
     ResponseCode.NO_PERMISSION,
 })
 
-
-def _ignore(_: str) -> None:
-    pass
 
 
 # --- delay helpers (Message.setDelayTimeLevel / setDelayTimeSec / setDelayTimeMs / setDeliverTimeMs) --------
@@ -94,7 +92,7 @@ class DefaultMQProducer:
         self.rng = rng
         self.retry_times_when_send_failed = retry_times_when_send_failed
         self.default_topic_queue_nums = default_topic_queue_nums
-        self.log = log or _ignore
+        self.log = as_log(log, "RocketmqClient")
         self.id_setter = MessageClientIDSetter(client_id, rng)
         self.topic_publish_info_table: dict[str, _TopicPublishInfo] = {}
 
@@ -112,7 +110,7 @@ class DefaultMQProducer:
             if error.code != ResponseCode.TOPIC_NOT_EXIST:
                 raise MQClientException(f"No route info of this topic: {topic}") from error
             nums = self.default_topic_queue_nums  # the auto-create route (TBW102): the broker makes the topic
-        except Exception as error:
+        except (RemotingError, MQClientException) as error:
             if info is not None:
                 return info
             raise MQClientException(f"No route info of this topic: {topic}") from error
@@ -157,7 +155,7 @@ class DefaultMQProducer:
                 if error.code not in RETRY_RESPONSE_CODES:
                     raise
                 last_error = error
-            self.log(f"send attempt {attempt + 1} to {mq} failed: {last_error}")
+            self.log.warn(f"send attempt {attempt + 1} to {mq} failed: {last_error}", last_error)
         raise MQClientException(f"Send [{times}] times, still failed: {last_error}") from last_error
 
     def _send_kernel(self, msg: MessageExt) -> SendResult:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from ..clock import Clock
 from ..config import ERA_5
 from ..disk import Disk, MemoryDisk
+from ..log import as_log
 from ..message import (
     PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_MAX_RECONSUME_TIMES,
@@ -44,7 +45,7 @@ from .consume_message_concurrently_service import (
     Listener,
 )
 from .delayed_tasks import DelayedTaskService
-from .errors import MQClientException
+from .errors import REQUEST_ERRORS, MQClientException
 from .offset_store import READ_FROM_MEMORY, LocalFileOffsetStore, RemoteBrokerOffsetStore
 from .process_queue import ProcessQueue
 from .producer import CLIENT_INNER_PRODUCER_GROUP, DefaultMQProducer
@@ -71,9 +72,6 @@ SHUTDOWN_ALREADY = "SHUTDOWN_ALREADY"
 
 EventSink = Callable[[str, dict], None]
 
-
-def _ignore(_: str) -> None:
-    pass
 
 
 class DefaultMQPushConsumer:
@@ -133,7 +131,7 @@ class DefaultMQPushConsumer:
         self.era = era
         self.era4 = era.startswith("4.")
         self.check_contains_message = not self.era4 and "no_contains_message_check" not in mutants
-        self.log = log or _ignore
+        self.log = as_log(log, "RocketmqClient")
         self.events = events
         self.retry_topic = RETRY_GROUP_TOPIC_PREFIX + consumer_group
 
@@ -235,8 +233,8 @@ class DefaultMQPushConsumer:
         self.persist_consumer_offset()
         try:
             self.api.unregister_client(self.client_id, self.consumer_group)
-        except Exception as error:
-            self.log(f"unregisterClient exception: {error}")
+        except REQUEST_ERRORS as error:
+            self.log.warn(f"unregisterClient exception: {error}", error)
         self._stop()
 
     def crash(self) -> None:
@@ -280,8 +278,8 @@ class DefaultMQPushConsumer:
         try:
             self.api.heart_beat(self.client_id, self.consumer_group, self.message_model,
                                 list(self.rebalance_impl.subscription_inner))
-        except Exception as error:
-            self.log(f"send heart beat to broker exception: {error}")
+        except REQUEST_ERRORS as error:
+            self.log.warn(f"send heart beat to broker exception: {error}", error)
 
     def _create_process_queue(self) -> ProcessQueue:
         return ProcessQueue(self.clock, commit_max_offset=self.m_commit_max_offset)
@@ -343,8 +341,8 @@ class DefaultMQPushConsumer:
 
         try:
             self.api.pull_message_async(request, callback)
-        except Exception as error:
-            self.log(f"pullKernelImpl exception: {error}")
+        except REQUEST_ERRORS as error:
+            self.log.error(f"pullKernelImpl exception: {error}", error)
             self.execute_pull_request_later(pull_request, PULL_TIME_DELAY_MILLS_WHEN_EXCEPTION)
 
     def _on_pull_result(self, pull_request: PullRequest, subscription: SubscriptionData,
@@ -355,7 +353,7 @@ class DefaultMQPushConsumer:
         pq = pull_request.process_queue
         if isinstance(result, BaseException):
             if not is_retry_topic(mq.topic):
-                self.log(f"execute the pull request exception, {mq}: {result}")
+                self.log.warn(f"execute the pull request exception, {mq}: {result}", result)
             self.execute_pull_request_later(pull_request, PULL_TIME_DELAY_MILLS_WHEN_EXCEPTION)
             return
         status = result.pull_status
@@ -371,7 +369,7 @@ class DefaultMQPushConsumer:
             self.correct_tags_offset(pull_request)
             self.execute_pull_request_immediately(pull_request)
         elif status == PullStatus.OFFSET_ILLEGAL:
-            self.log(f"the pull request offset illegal, {mq} {pull_request.next_offset} -> "
+            self.log.warn(f"the pull request offset illegal, {mq} {pull_request.next_offset} -> "
                      f"{result.next_begin_offset}")
             pull_request.next_offset = result.next_begin_offset
             pq.dropped = True
@@ -395,7 +393,7 @@ class DefaultMQPushConsumer:
         self.rebalance_impl.remove_process_queue(mq)  # also removes the offset, which ends the freeze
         if not self.era4:
             self.rebalance_immediately()
-        self.log(f"fix the pull request offset, {mq} {pull_request.next_offset}")
+        self.log.warn(f"fix the pull request offset, {mq} {pull_request.next_offset}")
 
     # --- consuming (the caller is the consume thread pool) -----------------------------------------------
     def next_consume_request(self) -> ConsumeRequest | None:
@@ -417,8 +415,8 @@ class DefaultMQPushConsumer:
             context = ConsumeConcurrentlyContext(request.message_queue)
             try:
                 status = listener(request.msgs, context)
-            except Exception as error:
-                self.log(f"consumeMessage exception: {error}")
+            except Exception as error:  # noqa: BLE001 - the user's listener: Java's catch-all stays here
+                self.log.warn(f"consumeMessage exception: {error}", error)
                 status = None
             self.complete_consume_request(request, status, mono_ms, context.delay_level_when_next_consume,
                                           context.ack_index)
@@ -432,8 +430,8 @@ class DefaultMQPushConsumer:
         Raises only when both failed."""
         try:
             self.api.consumer_send_msg_back(self.consumer_group, msg, delay_level, self.get_max_reconsume_times())
-        except Exception as error:
-            self.log(f"sendMessageBack Exception, {self.consumer_group}: {error}")
+        except REQUEST_ERRORS as error:
+            self.log.error(f"sendMessageBack Exception, {self.consumer_group}: {error}", error)
             self.emit_send_back(msg, delay_level, "failed", "broker")
         else:
             self.emit_send_back(msg, delay_level, "ok", "broker")
@@ -441,7 +439,7 @@ class DefaultMQPushConsumer:
         retry = self.build_retry_message(msg)
         try:
             self.default_mq_producer.send(retry)
-        except Exception:
+        except REQUEST_ERRORS:
             self.emit_send_back(msg, 3 + msg.reconsume_times, "failed", "producer-fallback")
             raise
         self.emit_send_back(msg, 3 + msg.reconsume_times, "ok", "producer-fallback")

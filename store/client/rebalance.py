@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from ..clock import Clock
+from ..log import as_log
 from .allocate_message_queue import allocate_message_queue_averagely
 from .api import (
     BROADCASTING,
@@ -21,6 +22,7 @@ from .api import (
     BrokerClientApi,
     MessageQueue,
 )
+from .errors import REQUEST_ERRORS
 from .offset_store import READ_FROM_STORE
 from .process_queue import ProcessQueue
 from .pull_request import PullRequest
@@ -30,9 +32,6 @@ RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 
 Allocate = Callable[[str, str, Iterable[MessageQueue], Iterable[str]], list[MessageQueue]]
 
-
-def _ignore(_: str) -> None:
-    pass
 
 
 def is_retry_topic(topic: str) -> bool:
@@ -65,7 +64,7 @@ class RebalancePushImpl:
         self.create_process_queue = create_process_queue or (lambda: ProcessQueue(clock))
         self.dispatch_pull_requests = dispatch_pull_requests or (lambda requests: None)
         self.allocate = allocate
-        self.log = log or _ignore
+        self.log = as_log(log, "RocketmqClient")
         self.offset_store = None  # set by the consumer at start, as in Java
         self.subscription_inner: dict[str, SubscriptionData] = {}
         self.process_queue_table: dict[MessageQueue, ProcessQueue] = {}
@@ -76,9 +75,9 @@ class RebalancePushImpl:
         """Refresh the topic's queues; on failure keep what was known (the route cache survives)."""
         try:
             nums = self.api.get_topic_read_queue_nums(topic)
-        except Exception as error:
+        except REQUEST_ERRORS as error:
             if not is_retry_topic(topic):
-                self.log(f"updateTopicRouteInfoFromNameServer failed, {topic}: {error}")
+                self.log.warn(f"updateTopicRouteInfoFromNameServer failed, {topic}: {error}", error)
             return self.topic_subscribe_info_table.get(topic)
         mqs = [MessageQueue(topic, self.api.broker_name, i) for i in range(nums)]
         self.topic_subscribe_info_table[topic] = mqs
@@ -87,8 +86,8 @@ class RebalancePushImpl:
     def find_consumer_id_list(self, topic: str) -> list[str] | None:
         try:
             return list(self.api.get_consumer_id_list_by_group(self.consumer_group))
-        except Exception as error:
-            self.log(f"getConsumerIdListByGroup exception, {self.consumer_group}: {error}")
+        except REQUEST_ERRORS as error:
+            self.log.warn(f"getConsumerIdListByGroup exception, {self.consumer_group}: {error}", error)
             return None
 
     # --- rebalance ---------------------------------------------------------------------------------------
@@ -96,9 +95,9 @@ class RebalancePushImpl:
         for topic in list(self.subscription_inner):
             try:
                 self.rebalance_by_topic(topic)
-            except Exception as error:
+            except REQUEST_ERRORS as error:
                 if not is_retry_topic(topic):
-                    self.log(f"rebalance Exception, {topic}: {error}")
+                    self.log.warn(f"rebalance Exception, {topic}: {error}", error)
         self.truncate_message_queue_not_my_topic()
 
     def rebalance_by_topic(self, topic: str) -> bool:
@@ -114,12 +113,12 @@ class RebalancePushImpl:
                 self.log(f"doRebalance, {self.consumer_group}, but the topic[{topic}] not exist.")
             return False
         if cid_all is None:
-            self.log(f"doRebalance, {self.consumer_group} {topic}, get consumer id list failed")
+            self.log.warn(f"doRebalance, {self.consumer_group} {topic}, get consumer id list failed")
             return False
         try:
             allocated = self.allocate(self.consumer_group, self.client_id, mq_set, cid_all)
-        except Exception as error:
-            self.log(f"AllocateMessageQueueStrategy.allocate Exception: {error}")
+        except ValueError as error:  # the strategy's IllegalArgumentException (e.g. no consumer ids yet)
+            self.log.error(f"AllocateMessageQueueStrategy.allocate Exception: {error}", error)
             return False
         return self.update_process_queue_table_in_rebalance(topic, set(allocated))
 
@@ -205,6 +204,6 @@ class RebalancePushImpl:
             if retry:
                 return 0
             return self.api.get_max_offset(mq.topic, mq.queue_id)
-        except Exception as error:
-            self.log(f"computePullFromWhere failed, {mq}: {error}")
+        except REQUEST_ERRORS as error:
+            self.log.warn(f"computePullFromWhere failed, {mq}: {error}", error)
             return -1

@@ -32,6 +32,7 @@ from collections.abc import Callable
 from .. import message as codec
 from ..consume_queue import CQ_UNIT
 from ..faults import SITE_TIMER_DEQUEUE_PUT, check_crash
+from ..log import DISK_DAMAGE, as_log
 from ..mapped_file import StoreLoadError
 from ..message_store import DefaultMessageStore
 from ..put_status import PutMessageResult, PutMessageStatus
@@ -171,7 +172,7 @@ class LatchWait:
             if mono_ms < self.deadline_ms:
                 return False
             if self.stage == "final":
-                self.ts.log(f"Check latch failed, gave up waiting at mono {self.deadline_ms}")
+                self.ts.log.warn(f"Check latch failed, gave up waiting at mono {self.deadline_ms}")
                 return True
             self.stage = "loop"
             if not self.ts.dequeue_workers_busy():
@@ -195,7 +196,7 @@ class TimerMessageStore:
         self.config = cfg
         self.clock = store.clock
         self.faults = store.faults
-        self.log = log or store.log
+        self.log = as_log(log or store.log)
         self.rng = rng or random.Random(0)
         self.precision_ms = cfg.timer_precision_ms
         self.slots_total = cfg.timer_slots_total
@@ -286,11 +287,11 @@ class TimerMessageStore:
         cq = self.store.get_consume_queue(TIMER_TOPIC, 0)
         if cq is not None and not self.m_no_queue_offset_clamp:  # 5.3.2+ (#7480)
             if self.curr_queue_offset < cq.get_min_offset_in_queue():
-                self.log(f"Timer currQueueOffset:{self.curr_queue_offset} is smaller than minOffsetInQueue:"
+                self.log.warn(f"Timer currQueueOffset:{self.curr_queue_offset} is smaller than minOffsetInQueue:"
                          f"{cq.get_min_offset_in_queue()}")
                 self.curr_queue_offset = cq.get_min_offset_in_queue()
             elif self.curr_queue_offset > cq.get_max_offset_in_queue():
-                self.log(f"Timer currQueueOffset:{self.curr_queue_offset} is larger than maxOffsetInQueue:"
+                self.log.warn(f"Timer currQueueOffset:{self.curr_queue_offset} is larger than maxOffsetInQueue:"
                          f"{cq.get_max_offset_in_queue()}")
                 self.curr_queue_offset = cq.get_max_offset_in_queue()
         p = self.precision_ms
@@ -300,7 +301,7 @@ class TimerMessageStore:
             self.curr_read_time_ms = horizon_ms  # slots older than ~7 days are never dequeued
         min_first = self.timer_wheel.check_phy_pos(self.curr_read_time_ms, process_offset)
         if min_first < process_offset:
-            self.log(f"Timer recheck because of minFirst:{min_first} processOffset:{process_offset}")
+            self.log.warn(f"Timer recheck because of minFirst:{min_first} processOffset:{process_offset}")
             self.recover_and_revise(min_first, False)
         self.log(f"Timer recover ok currReadTimerMs:{self.curr_read_time_ms} currQueueOffset:"
                  f"{self.curr_queue_offset} checkQueueOffset:{cp.last_timer_queue_offset} "
@@ -375,7 +376,7 @@ class TimerMessageStore:
         cq_offset = tmp = msg_queue_offset
         for _ in range(20000):
             if tmp < 0:
-                self.log(f"reviseQueueOffset check cq offset fail, msg in cq is not found.{offset_py}, {size_py}")
+                self.log.warn(f"reviseQueueOffset check cq offset fail, msg in cq is not found.{offset_py}, {size_py}")
                 break
             unit = cq.get_unit(tmp)
             if unit is not None and unit[0] == offset_py and unit[1] == size_py:
@@ -505,7 +506,7 @@ class TimerMessageStore:
         if cq is None:
             return "false"
         if self.curr_queue_offset < cq.get_min_offset_in_queue():
-            self.log(f"Timer currQueueOffset:{self.curr_queue_offset} is smaller than minOffsetInQueue:"
+            self.log.warn(f"Timer currQueueOffset:{self.curr_queue_offset} is smaller than minOffsetInQueue:"
                      f"{cq.get_min_offset_in_queue()}")
             self.curr_queue_offset = cq.get_min_offset_in_queue()
         offset = self.curr_queue_offset
@@ -519,15 +520,16 @@ class TimerMessageStore:
             i += 1
             msg = self.get_message_by_commit_offset(offset_py, size_py)
             if msg is None:
-                self.log(f"enqueue_get_miss: offsetPy {offset_py} sizePy {size_py} unreadable, skipped")
+                self.log.warn(f"enqueue_get_miss: offsetPy {offset_py} sizePy {size_py} unreadable, skipped")
             else:
                 try:
                     delayed_ms = java_parse_long(msg.properties.get(codec.PROPERTY_TIMER_OUT_MS))
                 except ValueError as error:
                     if not self.config.timer_skip_unknown_error:
-                        self.log(f"Unknown exception in enqueuing at queue offset {offset + i - 1}: {error}")
+                        self.log.error(f"Unknown exception in enqueuing at queue offset {offset + i - 1}: {error}", error,
+                                       DISK_DAMAGE)
                         return "error"  # the unit is read again after the hold
-                    self.log(f"Unknown error in skipped in enqueuing: {error}")
+                    self.log.warn(f"Unknown error in skipped in enqueuing: {error}", error)
                 else:
                     msg.queue_offset = offset + i  # the *next* offset: what committing this request means
                     self.enqueue_put_queue.append(
@@ -592,7 +594,7 @@ class TimerMessageStore:
         seen: set[int] = set()
         while curr != -1:
             if curr in seen:
-                self.log(f"timer log chain of slot {self.curr_read_time_ms} loops at {curr}: dequeue stuck")
+                self.log.error(f"timer log chain of slot {self.curr_read_time_ms} loops at {curr}: dequeue stuck", fault_site=DISK_DAMAGE)
                 self.dequeue_stuck = True
                 return None
             seen.add(curr)
@@ -616,10 +618,10 @@ class TimerMessageStore:
                     else:
                         normal.appendleft(req)
             else:
-                self.log(f"Error in dequeue_read_timerlog at {curr}: past the written end")
+                self.log.error(f"Error in dequeue_read_timerlog at {curr}: past the written end", fault_site=DISK_DAMAGE)
             curr = prev
         if not deletes and not normal:
-            self.log(f"dequeue time:{self.curr_read_time_ms} but read nothing from timerLog")
+            self.log.warn(f"dequeue time:{self.curr_read_time_ms} but read nothing from timerLog")
         return deletes, list(normal)
 
     def split_into_lists(self, origin: list[TimerRequest]) -> list[list[TimerRequest]]:
@@ -697,10 +699,10 @@ class TimerMessageStore:
     def do_put(self, msg: codec.MessageExt, roll: bool) -> tuple[int, PutMessageResult | None, int]:
         """(PUT_OK / PUT_NEED_RETRY / PUT_NO_RETRY, the put result, ms held before answering)."""
         if not roll and msg.properties.get(codec.PROPERTY_TIMER_DEL_UNIQKEY) is not None:
-            self.log(f"Trying do put delete timer msg, roll {roll}")
+            self.log.warn(f"Trying do put delete timer msg, roll {roll}")
             return PUT_NO_RETRY, None, 0
         if check_crash(self.faults, SITE_TIMER_DEQUEUE_PUT, msg.topic):
-            result = PutMessageResult(PutMessageStatus.OS_PAGE_CACHE_BUSY)
+            result = PutMessageResult(PutMessageStatus.OS_PAGE_CACHE_BUSY, fault_site=SITE_TIMER_DEQUEUE_PUT)
         else:
             result = self.store.put_message(msg)
         status = result.status
@@ -907,7 +909,7 @@ class TimerEnqueuePutService:
             else:  # redo: the whole batch again (units already written are written twice, #6984)
                 if mono_ms < self.redo_at_ms:
                     return
-                ts.log(f"Timer enqueue batch of {len(self.batch)} redone after a failure")
+                ts.log.warn(f"Timer enqueue batch of {len(self.batch)} redone after a failure")
                 self._start_batch(mono_ms)
 
     def _start_batch(self, mono_ms: int) -> None:
@@ -1061,7 +1063,7 @@ class TimerDequeuePutMessageService:
                 tr = lst[self.get_index]
                 msg = ts.get_message_by_commit_offset(tr.offset_py, tr.size_py)
                 if msg is None:
-                    ts.log(f"dequeue_get_msg_miss: offsetPy {tr.offset_py} sizePy {tr.size_py}; dropped")
+                    ts.log.warn(f"dequeue_get_msg_miss: offsetPy {tr.offset_py} sizePy {tr.size_py}; dropped")
                     tr.idempotent_release(mono_ms)
                 elif need_delete(tr.magic) and not need_roll(tr.magic):
                     key = msg.properties.get(codec.PROPERTY_TIMER_DEL_UNIQKEY)
@@ -1104,7 +1106,7 @@ class TimerDequeuePutMessageService:
             try:
                 w.inner = ts.convert(msg_ext, tr.enqueue_time_ms, roll)
             except ValueError as error:
-                ts.log(f"Unknown error while converting a due timer message: {error}")
+                ts.log.warn(f"Unknown error while converting a due timer message: {error}", error)
                 if ts.config.timer_skip_unknown_error:
                     self._done(w, mono_ms)
                 else:
@@ -1118,13 +1120,13 @@ class TimerDequeuePutMessageService:
             if code == PUT_OK:
                 break
             if code == PUT_NO_RETRY:
-                ts.log(f"Skipping message due to unrecoverable error ({result.status if result else 'delete'}). "
+                ts.log.warn(f"Skipping message due to unrecoverable error ({result.status if result else 'delete'}). "
                        f"Msg: {w.inner.uniq_key}")
                 break
             w.retry_count += 1
             if ts.m_drop_after_first_failure or (
                     not ts.config.timer_enable_retry_until_success and w.retry_count >= 3):
-                ts.log(f"Message processing failed after {w.retry_count} retries. Msg: {w.inner.uniq_key}")
+                ts.log.error(f"Message processing failed after {w.retry_count} retries. Msg: {w.inner.uniq_key}")
                 break
             w.wake_at_ms = mono_ms + held_ms + ts.retry_sleep_ms
             return

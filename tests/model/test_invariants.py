@@ -631,13 +631,40 @@ def test_duplicates_fail_for_a_finished_timer_slot_delivered_again_after_a_grace
     assert_fails("duplicates", h, A, "from level timer again after a graceful restart", "read time past its finished slot")
 
 
+# --- no_unexpected_errors ----------------------------------------------------------------------------------------
+def _log(h, t, level="ERROR", fault_site=None, message="ScheduleMessageService, executeOnTimeup exception"):
+    return h.add(t, "log", level=level, logger="ScheduleMessageService", message=message, fault_site=fault_site)
+
+
+def test_no_unexpected_errors_holds_for_an_error_an_injected_fault_explains_and_for_warnings():
+    h = H().send(0, A)
+    h.add(100, "fault", site="schedule.rebuild", action="fail", detail="")
+    _log(h, 100, fault_site="schedule.rebuild")
+    _log(h, 200, level="WARN", message="a message time up, but reput it failed")  # a warning is not checked
+    v = assert_holds("no_unexpected_errors", h)
+    assert v["checked"] == 1
+
+
+def test_no_unexpected_errors_fails_on_an_error_no_fault_explains():
+    h = _log(H().send(0, A), 100)
+    assert_fails("no_unexpected_errors", h, None, "ScheduleMessageService logged an ERROR at t=100 ms",
+                 "no injected fault explains it", "executeOnTimeup exception")
+
+
+def test_no_unexpected_errors_fails_on_a_fault_site_without_a_fault_before_it():
+    h = _log(H().send(0, A), 100, fault_site="commitlog.put")
+    h.add(200, "fault", site="commitlog.put", action="fail", detail="")
+    assert_fails("no_unexpected_errors", h, None, "names the fault site 'commitlog.put'", "no fault happened before it")
+
+
 # --- every checker is covered, and a real run passes them all -------------------------------------------------
 def test_every_invariant_has_crafted_tests():
     names = {name for name in CHECKS}
     covered = {n.split("test_", 1)[1] for n in globals() if n.startswith("test_")}
     prefixes = {"no_loss": "no_loss", "at_least_once_redelivery": "redelivery", "no_early_delivery": "no_early",
                 "per_level_order": "per_level_order", "dlq_after_max_retries": "dlq", "retry_schedule": "retry_schedule",
-                "bounded_lateness": "bounded_lateness", "duplicates": "duplicates"}
+                "bounded_lateness": "bounded_lateness", "duplicates": "duplicates",
+                "no_unexpected_errors": "no_unexpected_errors"}
     assert set(prefixes) == names
     for name, prefix in prefixes.items():
         assert any(c.startswith(prefix) and "fail" in c for c in covered), name

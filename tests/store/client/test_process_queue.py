@@ -5,6 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from store.client.api import RemotingError
 from store.client.process_queue import ProcessQueue
 from store.clock import ManualClock
 from store.message import PROPERTY_CONSUME_START_TIMESTAMP, MessageExt
@@ -120,7 +121,7 @@ def test_clean_expire_msg_keeps_a_message_whose_send_back_failed():
 
     def failing(m, level):
         attempts.append(m.queue_offset)
-        raise RuntimeError("broker down")
+        raise RemotingError("broker down")
 
     assert pq.clean_expire_msg(15, failing) == 0
     assert pq.offsets() == [0, 1]
