@@ -378,6 +378,19 @@ def test_append_message():
         assert mfq.flushed_where == 1024 * n
 
 
+@pytest.mark.xfail(strict=True, reason="finding (not in #13): MappedFileQueue.findMappedFileByOffset falls back to "
+                   "a scan of every file when the computed index names the wrong file (a gap or disorder in the "
+                   "list); store/mapped_file.py trusts the index")
+def test_find_mapped_file_by_iteration():
+    """Mirrors MappedFileQueueTest.testFindMappedFile_ByIteration (rocketmq-all-4.9.8, rocketmq-all-5.3.3)."""
+    mfq = MappedFileQueue(MemoryDisk(), "g", 1024)
+    for i in range(3):
+        mfq.get_last_mapped_file_for_append(1024 * i).wrote_position = 1024
+    assert mfq.find_mapped_file_by_offset(1028).file_from_offset == 1024
+    mfq.mapped_files[1], mfq.mapped_files[2] = mfq.mapped_files[2], mfq.mapped_files[1]
+    assert mfq.find_mapped_file_by_offset(1028).file_from_offset == 1024
+
+
 # --- StoreCheckpointTest -----------------------------------------------------------------------------------
 def test_store_checkpoint_write_and_read():
     """Mirrors StoreCheckpointTest.testWriteAndRead (rocketmq-all-4.9.8, rocketmq-all-5.3.3)."""
