@@ -12,7 +12,12 @@ from store.config_manager import ConfigManager
 from store.consumer_offset import ConsumerOffsetManager
 from store.disk import MemoryDisk
 from store.faults import FAIL, SITE_PUT
-from store.message import PROPERTY_DELAY_TIME_LEVEL, PROPERTY_ORIGIN_MESSAGE_ID, PROPERTY_RETRY_TOPIC, MessageExt
+from store.message import (
+    PROPERTY_DELAY_TIME_LEVEL,
+    PROPERTY_ORIGIN_MESSAGE_ID,
+    PROPERTY_RETRY_TOPIC,
+    MessageExt,
+)
 from store.put_status import PutMessageResult, PutMessageStatus
 
 from ..store.broker_harness import SMALL_STORE, BrokerHarness

@@ -13,8 +13,8 @@ from store.commit_log import SCHEDULE_TOPIC
 from store.config import MessageStoreConfig
 from store.data_version import DataVersion
 from store.disk import MemoryDisk
-from store.faults import FAIL, SITE_SCHEDULE_DELIVER
 from store.fastjson import dumps
+from store.faults import FAIL, SITE_SCHEDULE_DELIVER
 from store.message import PROPERTY_DELAY_TIME_LEVEL, MessageExt
 from store.message_store import DefaultMessageStore, GetMessageStatus
 from store.schedule_message_service import (
