@@ -110,7 +110,7 @@ def test_write_and_read():
 
 
 def test_group_commit():
-    """Mirrors DefaultMessageStoreTest.testGroupCommit (rocketmq-all-4.9.8, rocketmq-all-5.3.3)."""
+    """Mirrors DefaultMessageStoreTest.testGroupCommit (rocketmq-all-5.3.3)."""
     store = build_store()
     for _ in range(10):
         store.put_message(build_message())
@@ -211,7 +211,7 @@ def test_get_store_time_param_is_null():
 
 
 def test_put_message_when_message_property_is_too_long():
-    """Mirrors DefaultMessageStoreTest.testPutMessage_whenMessagePropertyIsTooLong (rocketmq-all-4.9.8, 5.3.3)."""
+    """Mirrors DefaultMessageStoreTest.testPutMessage_whenMessagePropertyIsTooLong (rocketmq-all-5.3.3)."""
     store = build_store()
     topic = "messagePropertyIsTooLongTest"
     digits = "".join(str(i % 10) for i in range(32767 + 1))
@@ -294,14 +294,15 @@ def test_recover(era):
 
 
 def test_put_msg_exceeds_max_length():
-    """Mirrors DefaultMessageStoreTest.testPutMsgExceedsMaxLength (rocketmq-all-4.9.8, rocketmq-all-5.3.3)."""
+    """Mirrors DefaultMessageStoreTest.testPutMsgExceedsMaxLength (rocketmq-all-5.3.3)."""
     store = build_store()
     result = store.put_message(build_message(bytes(4 * 1024 * 1024 + 1)))
     assert result.status == PutMessageStatus.MESSAGE_ILLEGAL
 
 
 def test_put_long_message():
-    """Mirrors DefaultMessageStoreTest.testPutLongMessage (rocketmq-all-5.3.3): the encoder's size limits."""
+    """Mirrors DefaultMessageStoreTest.testPutLongMessage (rocketmq-all-4.9.8, rocketmq-all-5.3.3): the encoder's
+    size limits."""
     max_size = MessageStoreConfig().max_message_size
 
     def encode(body_len: int, topic_len: int, props_len: int) -> str | None:
@@ -320,6 +321,22 @@ def test_put_long_message():
     assert encode(max_size, 32767, 32767) == PutMessageStatus.MESSAGE_ILLEGAL
 
 
+@pytest.mark.parametrize("era", ["4.9.8", "5.3.3"])
+def test_dynamic_max_message_size(era):
+    """Mirrors DefaultMessageStoreTest.testDynamicMaxMessageSize (rocketmq-all-4.9.8, rocketmq-all-5.3.3): the same
+    message is refused, accepted and refused again as maxMessageSize moves (configs are frozen here, so each
+    size gets its own store on the same disk; 10 MiB commit-log files as in the Java test)."""
+    disk, clock = MemoryDisk(), ManualClock(1_700_000_000_000)
+    origin = CONFIG.max_message_size
+    msg = build_message(bytes(origin + 10))
+    for max_size, expected in ((origin, PutMessageStatus.MESSAGE_ILLEGAL), (origin + 10, PutMessageStatus.PUT_OK),
+                               (10, PutMessageStatus.MESSAGE_ILLEGAL)):
+        store = build_store(disk, clock, CONFIG.with_(era=era, max_message_size=max_size,
+                                                      mapped_file_size_commit_log=10 * 1024 * 1024))
+        assert store.put_message(msg).status == expected
+        store.shutdown()
+
+
 @pytest.mark.skip(reason="DefaultMessageStoreTest.testPutMsgWhenReplicasNotEnough / testPutMsgWhenAdaptiveDegradation "
                          "need HA slaves and the in-sync replica set (HA is out of scope)")
 def test_put_msg_when_replicas_not_enough():
@@ -329,7 +346,7 @@ def test_put_msg_when_replicas_not_enough():
 @pytest.mark.skip(reason="DefaultMessageStoreTest.testPutMsgBatchExceedsMaxLength needs message batches "
                          "(MessageExtBatch), which the store does not model")
 def test_put_msg_batch_exceeds_max_length():
-    """Mirrors DefaultMessageStoreTest.testPutMsgBatchExceedsMaxLength (rocketmq-all-4.9.8, 5.3.3)."""
+    """Mirrors DefaultMessageStoreTest.testPutMsgBatchExceedsMaxLength (rocketmq-all-5.3.3)."""
 
 
 # --- MappedFileQueueTest -----------------------------------------------------------------------------------
