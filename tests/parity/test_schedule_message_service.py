@@ -14,7 +14,7 @@ from store.config import MessageStoreConfig
 from store.data_version import DataVersion
 from store.disk import MemoryDisk
 from store.fastjson import dumps
-from store.faults import FAIL, SITE_SCHEDULE_DELIVER
+from store.faults import FAIL, SITE_SCHEDULE_DELIVER, SITE_SCHEDULE_REBUILD
 from store.message import PROPERTY_DELAY_TIME_LEVEL, MessageExt
 from store.message_store import DefaultMessageStore, GetMessageStatus
 from store.schedule_message_service import (
@@ -165,3 +165,36 @@ def test_handle_put_result_task():
         assert service.offset_table[level] == msg_num
     delivered = h.broker.message_store.get_message("G", TOPIC, 0, 0, 1000).messages
     assert len({m.uniq_key for m in delivered}) == 3 * msg_num
+
+
+class _FailAndThrow:
+    """#13 item 5's repro: 20 % of the due puts fail and 20 % of the rebuilds (messageTimeup) throw."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+
+    def at(self, site: str, detail: str = "") -> str | None:
+        if site in (SITE_SCHEDULE_DELIVER, SITE_SCHEDULE_REBUILD) and self.rng.random() < 0.2:
+            return FAIL
+        return None
+
+
+@pytest.mark.xfail(strict=True, reason="#13 item 5: PutResultProcess.doResend catches an exception thrown while "
+                   "resending and retries with back-off; here it escapes HandlePutResultTask.step")
+@pytest.mark.parametrize("era", ["4.9.8", "5.3.3"])
+def test_handle_put_result_task_with_exceptions(era):
+    """Mirrors ScheduleMessageServiceTest.testHandlePutResultTask (rocketmq-all-4.9.8) with the exceptional
+    completions kept as exceptions: puts fail and rebuilds throw, and still every level drains to its count."""
+    config = MessageStoreConfig(era=era, message_delay_level="1s 2s", enable_schedule_async_deliver=True,
+                                mapped_file_size_commit_log=1024 * 1024, mapped_file_size_consume_queue=20 * 400)
+    h = BrokerHarness(store_config=config, faults=_FailAndThrow(11))
+    h.broker.topic_config_manager.create_topic_in_send_message_method(TOPIC, "TBW102", 4)
+    msg_num = 200
+    for n in range(2 * msg_num):
+        level = 1 + n % 2
+        h.send(topic=TOPIC, key=f"L{level}-{n}", **{PROPERTY_DELAY_TIME_LEVEL: str(level)})
+    h.run_for(120_000)
+    service = h.broker.schedule_message_service
+    for level in (1, 2):
+        assert len(service.put_result_tasks[level].pending) == 0
+        assert service.offset_table[level] == msg_num
