@@ -349,6 +349,27 @@ def test_put_msg_batch_exceeds_max_length():
     """Mirrors DefaultMessageStoreTest.testPutMsgBatchExceedsMaxLength (rocketmq-all-5.3.3)."""
 
 
+class _DispatchBehindStore(DefaultMessageStore):
+    """The Java test's spy: dispatchBehindBytes() answers 100 whatever was dispatched."""
+
+    def dispatch_behind_bytes(self) -> int:
+        return 100
+
+
+@pytest.mark.parametrize("era", ["4.9.8", "5.3.3"])
+def test_dispatch_behind_when_shutdown(era):
+    """Mirrors DefaultMessageStoreShutDownTest.testDispatchBehindWhenShutdown (rocketmq-all-4.9.8, 5.3.3): a store
+    still behind in dispatching at shutdown keeps its abort file, so the next start recovers abnormally."""
+    disk = MemoryDisk()
+    store = _DispatchBehindStore(disk, CONFIG.with_(era=era), ManualClock(1_700_000_000_000))
+    assert store.load()
+    store.start(0)
+    store.shutdown()
+    assert disk.exists(ABORT_FILE)
+    again = build_store(disk, ManualClock(1_700_000_000_000), CONFIG.with_(era=era))
+    assert not again.last_exit_ok
+
+
 # --- MappedFileQueueTest -----------------------------------------------------------------------------------
 def _filled_queue(path: str, msg: bytes, count: int = 1024) -> MappedFileQueue:
     mfq = MappedFileQueue(MemoryDisk(), path, 1024)
