@@ -14,7 +14,7 @@ def parse_delay_level(text: str) -> dict[int, int]:
     table: dict[int, int] = {}
     for i, token in enumerate(text.split(" ")):
         unit = token[-1:]
-        if unit not in _UNIT_MS or not token[:-1].isdigit():
+        if unit not in _UNIT_MS or not (token[:-1].isascii() and token[:-1].isdigit()) or len(token) > 30:
             raise DelayLevelError(
                 f"delay level {i + 1} is {token!r} in {text!r}: expected a whole number followed by s, m, h or d"
             )
