@@ -235,28 +235,18 @@ def _cmd_gate(args: argparse.Namespace) -> int:
     try:
         gate = run_gate(runs=args.runs, budget_s=args.budget, seed_base=args.seed_base, out_dir=args.out,
                         shrink_runs=args.shrink_runs, names=args.scenario, mutants=args.mutant or (),
-                        progress=True, check=_checker())
+                        progress=True, check=_checker(), on_failure=_print_gate_failure)
     except UnknownMutant as error:
         raise UsageError(str(error)) from None
     if args.junit:
         write_junit(gate, args.junit)
-    seeds = sorted({r.seed for r in gate.runs})
-    seed_text = f"{seeds[0]}..{seeds[-1]}" if seeds else "-"
-    print(f"gate: {len(gate.runs)} runs over {len({r.scenario for r in gate.runs})} built-in scenarios, "
-          f"seeds {seed_text} (seed base {gate.seed_base}), {gate.wall_s:.1f} s")
     failing = gate.failing
     if failing is None:
+        _print_gate_head(gate)
         print("  every invariant held in every run")
         if args.junit:
             print(f"  wrote {args.junit}")
         return EXIT_OK
-    if failing.error is not None:
-        print(f"  FAIL {failing.scenario} seed {failing.seed}: the simulator raised {failing.error.splitlines()[0]}")
-    else:
-        v = failing.violation
-        print(f"  FAIL {failing.scenario} seed {failing.seed}: {', '.join(failing.failed)} violated")
-        print(f"       {v['msg_id']}: {v['explanation']}")
-    print(f"  replay: {failing.repro}")
     if gate.run_dir:
         print(f"  wrote {gate.run_dir}/summary.json, history.jsonl, store/")
     if gate.shrink is not None:
@@ -269,6 +259,31 @@ def _cmd_gate(args: argparse.Namespace) -> int:
     if args.junit:
         print(f"  wrote {args.junit}")
     return EXIT_VIOLATION
+
+
+def _print_gate_head(gate) -> None:
+    seeds = sorted({r.seed for r in gate.runs})
+    seed_text = f"{seeds[0]}..{seeds[-1]}" if seeds else "-"
+    print(f"gate: {len(gate.runs)} runs over {len(gate.covered)} built-in scenarios, "
+          f"seeds {seed_text} (seed base {gate.seed_base}), {gate.wall_s:.1f} s")
+    missed = sorted(set(gate.scenarios) - set(gate.covered))
+    print(f"  covered: {', '.join(gate.covered)}" + (f"; not this time: {', '.join(missed)}" if missed else ""))
+
+
+def _print_gate_failure(gate) -> None:
+    """The FAIL lines, printed as soon as the run failed (before the write-out and the shrink)."""
+    _print_gate_head(gate)
+    failing = gate.failing
+    if failing.error is not None:
+        print(f"  FAIL {failing.scenario} seed {failing.seed}: the simulator raised {failing.error.splitlines()[0]}")
+    else:
+        v = failing.violation
+        print(f"  FAIL {failing.scenario} seed {failing.seed}: {', '.join(failing.failed)} violated")
+        print(f"       {v['msg_id']}: {v['explanation']}")
+    print(f"  replay: {failing.repro}")
+    if failing.error is None:
+        print("  shrinking the failing run ...", flush=True)
+    sys.stdout.flush()
 
 
 def _checker():
