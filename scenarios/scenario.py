@@ -17,6 +17,7 @@ from .units import format_duration_ms, parse_duration_ms, parse_rate_per_s
 
 MAX_PHASE_MS = 3 * 86_400_000  # duration and drain: 3 days (timerMaxDelaySec); an idle virtual day costs ~30 wall s
 MAX_DELAY_MS = 3650 * 86_400_000  # any other time (delays, clock steps, intervals): 10 years keeps broker_ms a long
+MAX_RATE_PER_S = 1_000_000  # one send per microsecond: already far past what a virtual millisecond can tell apart
 MAX_COMMIT_LOG_FILE_SIZE = 64 << 20  # the in-memory disk holds a file twice (page cache and platter)
 
 
@@ -208,6 +209,8 @@ def _rate(v):
         raise ValueError("a rate like '10/s' or '30/m'") from None
     if rate <= 0:
         raise ValueError("a rate greater than zero")
+    if not rate <= MAX_RATE_PER_S:
+        raise ValueError(f"a rate of at most {MAX_RATE_PER_S}/s")
     return rate
 
 
