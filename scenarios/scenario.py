@@ -453,6 +453,8 @@ def load_scenario_text(text: str, source: str, overrides: dict | None = None) ->
         raise ScenarioError(f"{source}: not valid TOML: {error}") from None
     except RecursionError:
         raise ScenarioError(f"{source}: not valid TOML: nested too deep") from None
+    except ValueError as error:  # tomllib lets int()'s digit limit through as a plain ValueError
+        raise ScenarioError(f"{source}: not valid TOML: {str(error).split(';')[0]}") from None
     if overrides:
         doc = apply_overrides(doc, overrides, source)
     return scenario_from_dict(doc, source)

@@ -55,7 +55,9 @@ def run_stats(history, world=None) -> dict:
         "delivered_from_schedule": len(lateness),
         "lateness_ms": {"p50": percentile(lateness, 0.5), "p99": percentile(lateness, 0.99),
                         "max": max(lateness) if lateness else None},
-        "lateness_max_ms_by_level": {str(k): max(v) for k, v in sorted(lateness_by_level.items())},
+        # levels are ints and "timer": numbers first, in order, then the timer (a mixed sort raises)
+        "lateness_max_ms_by_level": {str(k): max(v) for k, v in sorted(
+            lateness_by_level.items(), key=lambda kv: (isinstance(kv[0], str), str(kv[0]).zfill(12)))},
         "crashes": crashes,
         "faults": faults,
     }
