@@ -121,6 +121,8 @@ MUTATION = st.tuples(
 def _mutate(root: str, files: list[str], index: int, mutation) -> None:
     op, pos, data, name = mutation
     path = os.path.join(root, files[index % len(files)])
+    if not os.path.isfile(path):
+        return  # renamed by an earlier mutation
     with open(path, "rb") as f:
         content = bytearray(f.read())
     if op == "flip" and content:
