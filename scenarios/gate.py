@@ -119,7 +119,8 @@ def run_gate(*, runs: int | None = None, budget_s: float | None = None, seed_bas
     seed_base = commit_seed_base() if seed_base is None else seed_base
     if runs is None and budget_s is None:
         runs = len(names)
-    start_index = rotation_start(seed_base, runs if runs is not None else len(names), len(names))
+    # With a budget the number of runs is not known: start at a place of its own per seed base.
+    start_index = rotation_start(seed_base, runs, len(names)) if runs is not None else seed_base % len(names)
     bar = None
     if progress:
         import sys
