@@ -18,7 +18,7 @@ from .units import format_duration_ms, parse_duration_ms, parse_rate_per_s
 MAX_PHASE_MS = 3 * 86_400_000  # duration and drain: 3 days (timerMaxDelaySec); an idle virtual day costs ~30 wall s
 MAX_DELAY_MS = 3650 * 86_400_000  # any other time (delays, clock steps, intervals): 10 years keeps broker_ms a long
 MAX_RATE_PER_S = 1_000_000  # one send per microsecond: already far past what a virtual millisecond can tell apart
-MAX_COMMIT_LOG_FILE_SIZE = 64 << 20  # the in-memory disk holds a file twice (page cache and platter)
+MAX_COMMIT_LOG_FILE_SIZE = 1 << 30  # RocketMQ's default; the in-memory disk holds only what was written
 
 
 class ScenarioError(ValueError):
@@ -168,8 +168,7 @@ def _commit_log_file_size(v):
     try:
         return _int(4096, MAX_COMMIT_LOG_FILE_SIZE)(v)
     except ValueError as error:
-        raise ValueError(f"{error} (64 MiB: the in-memory disk keeps every file twice, so RocketMQ's "
-                         f"1 GiB files do not fit)") from None
+        raise ValueError(f"{error} (1 GiB, RocketMQ's default and its largest mapped file)") from None
 
 
 def _version(v):

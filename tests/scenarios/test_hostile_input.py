@@ -68,7 +68,7 @@ LOADER_CASES = {
     "dlq_topic": (BASE.replace('"T"', '"%DLQ%G"'), "system topic"),
     "tbw102": (BASE.replace('"T"', '"TBW102"'), "system topic"),
     "rmq_sys": (BASE.replace('"T"', '"rmq_sys_wheel_timer"'), "system topic"),
-    "commit_log_1_gib": (BASE + "[broker]\ncommit_log_file_size = 1073741824\n", "64 MiB"),
+    "commit_log_past_1_gib": (BASE + "[broker]\ncommit_log_file_size = 1073741825\n", "1 GiB"),
     "rate_400_digits": (BASE.replace("messages = 3", 'messages = 3\nrate = "' + "9" * 400 + '/s"'), "rate"),
     "delay_level_superscript": (BASE + '[broker]\nmessage_delay_level = "1s ²s"\n', "message_delay_level"),
     "deep_nesting": ("a = " + "[" * 5000 + "]" * 5000 + "\n" + BASE, "nested too deep"),
@@ -106,6 +106,19 @@ def test_the_path_traversal_repro_writes_nothing_outside_out(tmp_path, capsys):
     after = sorted(str(p) for p in tmp_path.rglob("*"))
     assert [p for p in after if p not in before and not p.startswith(str(out))] == []
     assert not any("escape" in p for p in after)
+
+
+def test_a_1_gib_commit_log_file_runs_in_bounded_memory(tmp_path, capsys):
+    import resource
+
+    path = tmp_path / "big.toml"
+    path.write_text(BASE.replace("messages = 3", "messages = 40") + "[broker]\ncommit_log_file_size = 1073741824\n",
+                    encoding="utf-8")
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    assert main(["run", str(path), "--out", str(tmp_path / "out")]) == 0
+    grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert grown_kib < 256 * 1024, f"the run grew the process by {grown_kib} KiB"  # it was 2.2 GB
+    assert (tmp_path / "out" / "store" / "commitlog" / "00000000000000000000").stat().st_size == 1 << 30
 
 
 def test_valid_names_still_load():
