@@ -145,6 +145,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from sim.run import run_scenario
     from store.mutants import UnknownMutant
 
+    if args.shrink_runs < 1:
+        raise UsageError("--shrink-runs must be at least 1")
     scenario = _load(args.scenario)
     out_dir = args.out or os.path.join("out", "runs", f"{scenario.name}-seed{args.seed if args.seed is not None else scenario.seed}")
     _writable_dir(out_dir, "--out")
@@ -220,8 +222,10 @@ def _cmd_gate(args: argparse.Namespace) -> int:
 
     if args.runs is not None and args.runs < 1:
         raise UsageError("--runs must be at least 1")
-    if args.budget is not None and args.budget <= 0:
+    if args.budget is not None and not 0 < args.budget < float("inf"):
         raise UsageError("--budget must be a positive number of seconds")
+    if args.shrink_runs < 1:
+        raise UsageError("--shrink-runs must be at least 1")
     from store.mutants import UnknownMutant
 
     from .catalogue import builtin_names

@@ -139,6 +139,8 @@ def test_an_unwritable_out_is_exit_2_before_the_run(tmp_path, capsys):
 
 def test_a_bad_seed_is_one_line_exit_2(capsys):
     _one_line_exit_2(capsys, ["run", "rebuild-errors-4x", "--seed", "abc"], "--seed", "'abc'")
+    _one_line_exit_2(capsys, ["run", "rebuild-errors-4x", "--shrink", "--shrink-runs", "0"], "--shrink-runs")
+    _one_line_exit_2(capsys, ["gate", "--budget", "nan"], "--budget")
 
 
 def test_an_unknown_mutant_gets_a_did_you_mean(capsys):
