@@ -22,11 +22,19 @@ class UsageError(Exception):
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
-    from store.inspect import format_inspection, inspect_store_dir
+    from store.inspect import format_inspection, inspect_store_dir, is_store_dir
 
     if not os.path.isdir(args.store_dir):
         raise UsageError(f"{args.store_dir}: not a directory")
-    doc = inspect_store_dir(args.store_dir, max_entries=args.max_entries)
+    if not is_store_dir(args.store_dir):
+        raise UsageError(f"{args.store_dir}: not a RocketMQ store directory (no commitlog/, consumequeue/, config/, "
+                         f"checkpoint, timerlog/ or timerwheel in it)")
+    if args.max_entries is not None and args.max_entries < 0:
+        raise UsageError(f"--max-entries must be 0 or more; got {args.max_entries}")
+    try:
+        doc = inspect_store_dir(args.store_dir, max_entries=args.max_entries)
+    except OSError as error:
+        raise UsageError(f"{args.store_dir}: cannot read {error.filename or 'the store'}: {error.strerror}") from None
     if args.json:
         json.dump(doc, sys.stdout, indent=1, sort_keys=False)
         sys.stdout.write("\n")
@@ -49,6 +57,38 @@ def _one_line_error(message: str):
     """argparse's error for ``check``: one line on stderr, exit code 2 (no usage block)."""
     print(f"rmqsim check: {message}", file=sys.stderr)
     raise SystemExit(EXIT_BAD_INPUT)
+
+
+def _one_line_errors(parser: argparse.ArgumentParser) -> None:
+    """argparse's errors (``--seed abc``) as one line on stderr and exit code 2, without the usage block."""
+    def error(message: str):
+        print(f"{parser.prog}: {message} (see {parser.prog} --help)", file=sys.stderr)
+        raise SystemExit(EXIT_BAD_INPUT)
+
+    parser.error = error
+
+
+def _writable_dir(path: str, what: str) -> None:
+    """Create ``path`` (a directory the command writes into) now, so that a bad one is exit 2 before any work."""
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as error:
+        raise UsageError(f"{what} {path}: cannot create the directory: {error.strerror}") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise UsageError(f"{what} {path}: the directory is not writable")
+
+
+def _writable_file(path: str, what: str) -> None:
+    """The file ``path`` can be written (its directory created) before any work is done."""
+    if os.path.isdir(path):
+        raise UsageError(f"{what} {path}: is a directory, not a file")
+    parent = os.path.dirname(os.path.abspath(path))
+    try:
+        os.makedirs(parent, exist_ok=True)
+    except OSError as error:
+        raise UsageError(f"{what} {path}: cannot create its directory: {error.strerror}") from None
+    if not os.access(parent, os.W_OK | os.X_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise UsageError(f"{what} {path}: not writable")
 
 
 def _progress_bar(label: str):
@@ -116,8 +156,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from sim.run import run_scenario
     from store.mutants import UnknownMutant
 
+    if args.shrink_runs < 1:
+        raise UsageError("--shrink-runs must be at least 1")
     scenario = _load(args.scenario)
     out_dir = args.out or os.path.join("out", "runs", f"{scenario.name}-seed{args.seed if args.seed is not None else scenario.seed}")
+    _writable_dir(out_dir, "--out")
     try:
         result = run_scenario(scenario, args.seed, era=args.era, mutants=args.mutant or (), disk=args.disk,
                               out_dir=out_dir, faithful_polling=args.faithful_polling,
@@ -190,8 +233,10 @@ def _cmd_gate(args: argparse.Namespace) -> int:
 
     if args.runs is not None and args.runs < 1:
         raise UsageError("--runs must be at least 1")
-    if args.budget is not None and args.budget <= 0:
+    if args.budget is not None and not 0 < args.budget < float("inf"):
         raise UsageError("--budget must be a positive number of seconds")
+    if args.shrink_runs < 1:
+        raise UsageError("--shrink-runs must be at least 1")
     from store.mutants import UnknownMutant
 
     from .catalogue import builtin_names
@@ -199,34 +244,24 @@ def _cmd_gate(args: argparse.Namespace) -> int:
     unknown = sorted(set(args.scenario or ()) - set(builtin_names()))
     if unknown:
         raise UsageError(f"{unknown[0]}: not a built-in scenario (see `rmqsim scenarios`)")
+    _writable_dir(args.out, "--out")
+    if args.junit:
+        _writable_file(args.junit, "--junit")
     try:
         gate = run_gate(runs=args.runs, budget_s=args.budget, seed_base=args.seed_base, out_dir=args.out,
                         shrink_runs=args.shrink_runs, names=args.scenario, mutants=args.mutant or (),
-                        progress=True, check=_checker())
+                        progress=True, check=_checker(), on_failure=_print_gate_failure)
     except UnknownMutant as error:
         raise UsageError(str(error)) from None
     if args.junit:
         write_junit(gate, args.junit)
-    seeds = sorted({r.seed for r in gate.runs})
-    seed_text = f"{seeds[0]}..{seeds[-1]}" if seeds else "-"
-    print(f"gate: {len(gate.runs)} runs over {len({r.scenario for r in gate.runs})} built-in scenarios, "
-          f"seeds {seed_text} (seed base {gate.seed_base}), {gate.wall_s:.1f} s")
     failing = gate.failing
     if failing is None:
+        _print_gate_head(gate)
         print("  every invariant held in every run")
         if args.junit:
             print(f"  wrote {args.junit}")
         return EXIT_OK
-    if failing.error is not None:
-        print(f"  FAIL {failing.scenario} seed {failing.seed}: the simulator raised {failing.error.splitlines()[0]}")
-    elif not failing.failed:
-        print(f"  FAIL {failing.scenario} seed {failing.seed}: {', '.join(failing.vacuous)} vacuous "
-              f"({failing.violation['explanation']})")
-    else:
-        v = failing.violation
-        print(f"  FAIL {failing.scenario} seed {failing.seed}: {', '.join(failing.failed)} violated")
-        print(f"       {v.get('msg_id') or 'log'}: {v['explanation']}")
-    print(f"  replay: {failing.repro}")
     if gate.run_dir:
         print(f"  wrote {gate.run_dir}/summary.json, history.jsonl, store/")
     if gate.shrink is not None:
@@ -239,6 +274,34 @@ def _cmd_gate(args: argparse.Namespace) -> int:
     if args.junit:
         print(f"  wrote {args.junit}")
     return EXIT_VIOLATION
+
+
+def _print_gate_head(gate) -> None:
+    seeds = sorted({r.seed for r in gate.runs})
+    seed_text = f"{seeds[0]}..{seeds[-1]}" if seeds else "-"
+    print(f"gate: {len(gate.runs)} runs over {len(gate.covered)} built-in scenarios, "
+          f"seeds {seed_text} (seed base {gate.seed_base}), {gate.wall_s:.1f} s")
+    missed = sorted(set(gate.scenarios) - set(gate.covered))
+    print(f"  covered: {', '.join(gate.covered)}" + (f"; not this time: {', '.join(missed)}" if missed else ""))
+
+
+def _print_gate_failure(gate) -> None:
+    """The FAIL lines, printed as soon as the run failed (before the write-out and the shrink)."""
+    _print_gate_head(gate)
+    failing = gate.failing
+    if failing.error is not None:
+        print(f"  FAIL {failing.scenario} seed {failing.seed}: the simulator raised {failing.error.splitlines()[0]}")
+    elif not failing.failed:
+        print(f"  FAIL {failing.scenario} seed {failing.seed}: {', '.join(failing.vacuous)} vacuous "
+              f"({failing.violation['explanation']})")
+    else:
+        v = failing.violation
+        print(f"  FAIL {failing.scenario} seed {failing.seed}: {', '.join(failing.failed)} violated")
+        print(f"       {v.get('msg_id') or 'log'}: {v['explanation']}")
+    print(f"  replay: {failing.repro}")
+    if failing.error is None and failing.failed:
+        print("  shrinking the failing run ...", flush=True)
+    sys.stdout.flush()
 
 
 def _checker():
@@ -426,6 +489,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--messages", type=int, default=20_000)
     p.add_argument("--json", action="store_true", help="print only the JSON line")
     p.set_defaults(func=_cmd_bench)
+    for name, command in sub.choices.items():
+        if name != "check":  # check has its own one-line error
+            _one_line_errors(command)
     return parser
 
 

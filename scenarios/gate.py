@@ -1,9 +1,13 @@
 """The CI correctness gate (``rmqsim gate``): the built-in scenarios over seeds derived from the commit.
 
-Run ``i`` is built-in ``names[i % len(names)]`` with seed ``seed_base + i // len(names)``, so a gate of
-one round covers every scenario, and each commit explores new seeds while any commit replays exactly.
-The first violation stops the gate: that run is written out, shrunk to a smaller scenario file, and
-the exit code is 1. ``junit_xml`` renders the runs for CI (one testcase per run).
+Run ``i`` is built-in ``names[(start + i) % len(names)]`` with seed ``seed_base + i // len(names)``, where
+``start = (seed_base * runs) % len(names)``: a gate of one round covers every scenario, and a gate of fewer
+runs than built-ins starts where the gate of seed base ``seed_base - 1`` stopped, so two consecutive seed
+bases cover the catalogue whenever ``2 * runs >= len(names)`` (and commits, whose seed bases are hashes,
+start at a spread of places instead of always at the first names). Each commit explores new seeds, and
+any commit replays exactly. The first violation stops the gate: that run is written out, shrunk to a
+smaller scenario file (which, with mutants, holds on the clean build), and the exit code is 1.
+``junit_xml`` renders the runs for CI (one testcase per run).
 """
 
 from __future__ import annotations
@@ -61,6 +65,7 @@ class GateResult:
     wall_s: float
     scenarios: list[str]
     stopped_by: str  # "runs", "budget" or "violation"
+    start: int = 0  # index into ``scenarios`` of the first run (the rotation)
     run_dir: str | None = None  # the failing run's output
     shrink: object | None = None  # sim.shrink.ShrinkResult of the failing run
     shrink_error: str | None = None
@@ -74,16 +79,36 @@ class GateResult:
         return next((r for r in self.runs if not r.ok), None)
 
 
-def plan(index: int, names: list[str], seed_base: int) -> tuple[str, int]:
-    return names[index % len(names)], seed_base + index // len(names)
+    @property
+    def covered(self) -> list[str]:
+        """The scenarios the gate ran, in name order."""
+        return sorted({r.scenario for r in self.runs})
+
+
+def rotation_start(seed_base: int, runs: int, count: int) -> int:
+    """Where the round-robin starts: right after where the gate of ``seed_base - 1`` (with as many runs)
+    stopped, so consecutive seed bases walk the whole catalogue instead of repeating its first names."""
+    return (seed_base * runs) % count
+
+
+def plan(index: int, names: list[str], seed_base: int, start: int = 0) -> tuple[str, int]:
+    return names[(start + index) % len(names)], seed_base + index // len(names)
+
+
+def planned(runs: int, names: list[str], seed_base: int) -> list[tuple[str, int]]:
+    """The (scenario, seed) pairs a gate of ``runs`` runs over ``names`` makes (without a violation)."""
+    names = sorted(names)
+    start = rotation_start(seed_base, runs, len(names))
+    return [plan(i, names, seed_base, start) for i in range(runs)]
 
 
 def run_gate(*, runs: int | None = None, budget_s: float | None = None, seed_base: int | None = None,
              out_dir: str = os.path.join("out", "gate"), shrink_runs: int = 40, names: list[str] | None = None,
-             mutants=(), progress: bool = False, check=None) -> GateResult:
+             mutants=(), progress: bool = False, check=None, on_failure=None) -> GateResult:
     """Run until ``runs`` runs, or until ``budget_s`` wall seconds have passed (no new run starts after
     it; the first always does), or the first violation. Neither given: one round over the built-ins (or
-    over ``names``). ``mutants`` puts historical bugs back, to see what the gate does with a broken build."""
+    over ``names``). ``mutants`` puts historical bugs back, to see what the gate does with a broken build.
+    ``on_failure(gate)`` is called when a run failed, before the (slow) write-out and shrink start."""
     from sim.run import repro_command, run_scenario, write_run
 
     if check is None:
@@ -95,6 +120,8 @@ def run_gate(*, runs: int | None = None, budget_s: float | None = None, seed_bas
     seed_base = commit_seed_base() if seed_base is None else seed_base
     if runs is None and budget_s is None:
         runs = len(names)
+    # With a budget the number of runs is not known: start at a place of its own per seed base.
+    start_index = rotation_start(seed_base, runs, len(names)) if runs is not None else seed_base % len(names)
     bar = None
     if progress:
         import sys
@@ -116,7 +143,7 @@ def run_gate(*, runs: int | None = None, budget_s: float | None = None, seed_bas
             if budget_s is not None and i > 0 and time.perf_counter() - start >= budget_s:  # wall-clock ok
                 stopped_by = "budget"
                 break
-            name, seed = plan(i, names, seed_base)
+            name, seed = plan(i, names, seed_base, start_index)
             if bar is not None:
                 bar.set_postfix_str(f"{name} seed {seed}")
             t0 = time.perf_counter()  # wall-clock ok
@@ -156,8 +183,11 @@ def run_gate(*, runs: int | None = None, budget_s: float | None = None, seed_bas
     finally:
         if bar is not None:
             bar.close()
-    gate = GateResult(seed_base, done, 0.0, names, stopped_by)
+    gate = GateResult(seed_base, done, 0.0, names, stopped_by, start=start_index)
     failing = gate.failing
+    if failing is not None and on_failure is not None:
+        gate.wall_s = time.perf_counter() - start  # wall-clock ok
+        on_failure(gate)
     if failing is not None and failing_result is not None:
         gate.run_dir = os.path.join(out_dir, f"{failing.scenario}-seed{failing.seed}")
         write_run(gate.run_dir, failing_result.history, failing_result.summary, failing_result.world)
@@ -167,13 +197,32 @@ def run_gate(*, runs: int | None = None, budget_s: float | None = None, seed_bas
             from sim.shrink import shrink, write_shrunk
 
             shrunk = shrink(failing_result.scenario.doc, failing.seed, failing.failed[0], mutants=mutants,
-                            max_runs=shrink_runs, first=failing_result, check=check)
+                            max_runs=shrink_runs, first=failing_result, check=check,
+                            progress=_shrink_bar() if progress else None)
             write_shrunk(shrunk, os.path.join(gate.run_dir, "shrunk.toml"))
             gate.shrink = shrunk
         except Exception as error:  # the violation stands even if shrinking breaks
             gate.shrink_error = f"{type(error).__name__}: {error}"
     gate.wall_s = time.perf_counter() - start  # wall-clock ok
     return gate
+
+
+def _shrink_bar():
+    """A tqdm bar of the shrink's runs on stderr (silent when stderr is not a terminal)."""
+    import sys
+
+    from tqdm import tqdm
+
+    bar = tqdm(total=None, desc="shrink", unit="run", leave=False, disable=None, file=sys.stderr)
+
+    def update(runs: int, max_runs: int, label: str) -> None:
+        bar.total = max_runs
+        bar.n = runs
+        bar.set_postfix_str(label[:60])
+        if runs >= max_runs:
+            bar.close()
+
+    return update
 
 
 def junit_xml(gate: GateResult) -> str:

@@ -18,7 +18,14 @@ import sys
 import tomllib
 from dataclasses import dataclass, field
 
+from store.validators import check_group, check_topic, check_user_topic
+
 from .units import format_duration_ms, parse_duration_ms, parse_rate_per_s
+
+MAX_PHASE_MS = 3 * 86_400_000  # duration and drain: 3 days (timerMaxDelaySec); an idle virtual day costs ~30 wall s
+MAX_DELAY_MS = 3650 * 86_400_000  # any other time (delays, clock steps, intervals): 10 years keeps broker_ms a long
+MAX_RATE_PER_S = 1_000_000  # one send per microsecond: already far past what a virtual millisecond can tell apart
+MAX_COMMIT_LOG_FILE_SIZE = 1 << 30  # RocketMQ's default; the in-memory disk holds only what was written
 
 
 class ScenarioError(ValueError):
@@ -165,22 +172,39 @@ def _str(choices=None):
     return check
 
 
+def _commit_log_file_size(v):
+    try:
+        return _int(4096, MAX_COMMIT_LOG_FILE_SIZE)(v)
+    except ValueError as error:
+        raise ValueError(f"{error} (1 GiB, RocketMQ's default and its largest mapped file)") from None
+
+
+def _version(v):
+    if isinstance(v, bool) or v != 1 or not isinstance(v, int):
+        raise ValueError("1 (the only version of the scenario format)")
+    return v
+
+
 def _bool(v):
     if not isinstance(v, bool):
         raise ValueError("true or false")
     return v
 
 
-def _duration(allow_negative=False, allow_zero=True):
+def _duration(allow_negative=False, allow_zero=True, max_ms=MAX_DELAY_MS):
     def check(v):
         try:
             ms = parse_duration_ms(v)
-        except ValueError:
+        except ValueError as error:
+            if "Java long" in str(error):
+                raise ValueError(f"a duration of at most {format_duration_ms(max_ms)}") from None
             raise ValueError("a duration like '500ms', '10s', '5m', '2h5m' or '1d'") from None
         if ms < 0 and not allow_negative:
             raise ValueError("a duration that is not negative")
         if ms == 0 and not allow_zero:
             raise ValueError("a duration greater than zero")
+        if abs(ms) > max_ms:
+            raise ValueError(f"a duration of at most {format_duration_ms(max_ms)}")
         return ms
     return check
 
@@ -192,18 +216,22 @@ def _rate(v):
         raise ValueError("a rate like '10/s' or '30/m'") from None
     if rate <= 0:
         raise ValueError("a rate greater than zero")
+    if not rate <= MAX_RATE_PER_S:
+        raise ValueError(f"a rate of at most {MAX_RATE_PER_S}/s")
     return rate
 
 
 def _delay_level_string(v):
     from store.delay_level import DelayLevelError, parse_delay_level
 
-    if not isinstance(v, str):
+    if not isinstance(v, str) or len(v) > 10_000:
         raise ValueError("a string of delay levels like '1s 5s 10s'")
     try:
-        parse_delay_level(v)
+        table = parse_delay_level(v)
     except DelayLevelError as error:
         raise ValueError(str(error)) from None
+    if max(table.values()) > MAX_DELAY_MS:
+        raise ValueError(f"a string of delay levels like '1s 5s 10s', each at most {format_duration_ms(MAX_DELAY_MS)}")
     return v
 
 
@@ -218,17 +246,34 @@ def _int_list(low, high):
 def _float_list(v):
     if not isinstance(v, list) or not v:
         raise ValueError("a non-empty list of non-negative numbers")
-    return tuple(_float(0.0, 1e9)(x) for x in v)
+    weights = tuple(_float(0.0, 1e9)(x) for x in v)
+    if not sum(weights) > 0:
+        raise ValueError("a non-empty list of non-negative numbers, not all zero")
+    return weights
+
+
+def _name(checker):
+    """A topic or group name as RocketMQ's ``Validators`` accept it (it becomes a directory name)."""
+    def check(v):
+        from store.validators import InvalidName
+
+        if not isinstance(v, str):
+            raise ValueError("a string")
+        try:
+            return checker(v)
+        except InvalidName as error:
+            raise ValueError(f"a valid name ({error})") from None
+    return check
 
 
 # key -> (attribute, checker)
 _TOP = {
-    "version": (None, _int(1, 1)),
+    "version": (None, _version),
     "name": ("name", _str()),
     "description": ("description", _str()),
-    "seed": ("seed", _int(0)),
-    "duration": ("duration_ms", _duration(allow_zero=False)),
-    "drain": ("drain_ms", _duration()),
+    "seed": ("seed", _int(0, (1 << 63) - 1)),
+    "duration": ("duration_ms", _duration(allow_zero=False, max_ms=MAX_PHASE_MS)),
+    "drain": ("drain_ms", _duration(max_ms=MAX_PHASE_MS)),
 }
 _BROKER = {
     "era": ("era", _str(("5.3.3", "4.9.8"))),
@@ -243,12 +288,12 @@ _BROKER = {
     "flush_disk_type": ("flush_disk_type", _str(("ASYNC_FLUSH", "SYNC_FLUSH"))),
     "enable_schedule_async_deliver": ("enable_schedule_async_deliver", _bool),
     "retry_queue_nums": ("retry_queue_nums", _int(0, 64)),
-    "commit_log_file_size": ("commit_log_file_size", _int(4096, 1 << 30)),
+    "commit_log_file_size": ("commit_log_file_size", _commit_log_file_size),
     "consume_queue_units_per_file": ("consume_queue_units_per_file", _int(1, 300_000)),
 }
-_TOPIC = {"name": ("name", _str()), "queues": ("queues", _int(1, 1024))}
+_TOPIC = {"name": ("name", _name(check_user_topic)), "queues": ("queues", _int(1, 1024))}
 _PRODUCER = {
-    "topic": ("topic", _str()),
+    "topic": ("topic", _name(check_user_topic)),
     "messages": ("messages", _int(0, 10_000_000)),
     "rate": ("rate_per_s", _rate),
     "delay_level": ("delay_levels", lambda v: (_int(1, 100)(v),)),
@@ -260,8 +305,8 @@ _PRODUCER = {
     "start": ("start_ms", _duration()),
 }
 _CONSUMER = {
-    "group": ("group", _str()),
-    "topic": ("topic", _str()),
+    "group": ("group", _name(check_group)),
+    "topic": ("topic", _name(check_user_topic)),
     "model": ("model", _str(("CLUSTERING", "BROADCASTING"))),
     "instances": ("instances", _int(1, 64)),
     "max_reconsume_times": ("max_reconsume_times", _int(-1, 1000)),
@@ -283,7 +328,7 @@ _FAULTS = {
     "cq_truncations": ("cq_truncations", _int(0, 1000)),
     "send_back_failure_rate": ("send_back_failure_rate", _float()),
     "schedule_rebuild_failure_rate": ("schedule_rebuild_failure_rate", _float()),
-    "cq_truncation_topic": ("cq_truncation_topic", _str()),
+    "cq_truncation_topic": ("cq_truncation_topic", _name(check_topic)),
     "store_rollbacks": ("store_rollbacks", _int(0, 100)),
     "rollback_age": ("rollback_age_ms", _duration(allow_zero=False)),
     "clock_steps": ("clock_steps", None),  # checked by _clock_steps (needs the file name for errors)
@@ -301,6 +346,15 @@ def _suggest(key: str, known) -> str:
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
+def _show(value, width: int = 120) -> str:
+    """A value as an error quotes it: one line, cut to ``width`` characters."""
+    try:
+        text = repr(value)
+    except (RecursionError, ValueError):  # a value nested too deep, an int over the digit limit
+        text = f"<a {type(value).__name__}>"
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
 def _dotted(where: str, key: str) -> str:
     return f"{where}.{key}" if where else key
 
@@ -314,13 +368,13 @@ def _check_table(source: str, where: str, raw, schema: dict) -> dict:
             raise ScenarioError(f"{source}: unknown key '{_dotted(where, key)}'{_suggest(key, schema)}; "
                                 f"known keys: {', '.join(sorted(schema))}")
         attr, check = schema[key]
-        if attr is None:
-            check(value)
-            continue
         try:
+            if attr is None:
+                check(value)
+                continue
             out[attr] = check(value)
         except ValueError as error:
-            raise ScenarioError(f"{source}: key '{_dotted(where, key)}' must be {error}; got {value!r}") from None
+            raise ScenarioError(f"{source}: key '{_dotted(where, key)}' must be {error}; got {_show(value)}") from None
     return out
 
 
@@ -350,7 +404,10 @@ def scenario_from_dict(doc: dict, source: str = "<scenario>") -> Scenario:
     if "name" not in top:
         raise ScenarioError(f"{source}: key 'name' is missing (a short scenario name)")
     broker = BrokerSpec(**_check_table(source, "broker", doc.get("broker", {}), _BROKER))
-    fault_raw = dict(doc.get("faults", {}))
+    fault_raw = doc.get("faults", {})
+    if not isinstance(fault_raw, dict):
+        raise ScenarioError(f"{source}: 'faults' must be a table ([faults])")
+    fault_raw = dict(fault_raw)
     steps = _clock_steps(source, fault_raw.pop("clock_steps")) if "clock_steps" in fault_raw else ()
     faults = FaultSpec(**_check_table(source, "faults", fault_raw, _FAULTS), clock_steps=steps)
     network = NetworkSpec(**_check_table(source, "network", doc.get("network", {}), _NETWORK))
@@ -434,6 +491,10 @@ def load_scenario_text(text: str, source: str, overrides: dict | None = None) ->
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise ScenarioError(f"{source}: not valid TOML: {error}") from None
+    except RecursionError:
+        raise ScenarioError(f"{source}: not valid TOML: nested too deep") from None
+    except ValueError as error:  # tomllib lets int()'s digit limit through as a plain ValueError
+        raise ScenarioError(f"{source}: not valid TOML: {str(error).split(';')[0]}") from None
     if overrides:
         doc = apply_overrides(doc, overrides, source)
     scenario = scenario_from_dict(doc, source)
@@ -448,6 +509,8 @@ def load_scenario_file(path: str, overrides: dict | None = None) -> Scenario:
             text = f.read()
     except OSError as error:
         raise ScenarioError(f"{path}: cannot be read: {error.strerror}") from None
+    except UnicodeDecodeError as error:
+        raise ScenarioError(f"{path}: not a UTF-8 text file (byte {error.start}); TOML files are UTF-8") from None
     return load_scenario_text(text, path, overrides)
 
 

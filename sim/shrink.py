@@ -4,12 +4,16 @@ The shrinker edits the raw scenario document (the one ``scenario_from_dict`` val
 order of reduction passes: fewer producers and consumers, fewer messages and delay levels, fewer
 instances and retries, fewer faults (counts, rates, clock steps, earlier steps), a shorter traffic
 phase, fewer queues; then, last, a shorter drain. A candidate is re-run with the same seed, era and
-mutants and accepted when the same invariant still fails. The structural passes are judged with the
-scenario's own drain, so that a message merely still on its way at the end does not pass for a lost
-one; the drain is shortened last, and only where exactly the same messages still violate. Each
-accepted step makes one measure of ``scenario_size`` smaller and none larger. Passes repeat until a
-whole round accepts nothing or the run budget is spent; identical candidates run once. The result
-is a pure function of (document, seed, era, mutants, invariant, budget): deterministic.
+mutants and accepted only when it is the same failure: the same invariant fails on the same message
+(``msg_id``), explained by a sentence of the same shape (numbers aside). With mutants, a candidate
+must also hold on the clean build (same seed and era, no mutant): a reproduction of a historical bug
+that fails without the bug reproduces something else (a run cut short, a real bug). The structural
+passes are judged with the scenario's own drain, so that a message merely still on its way at the
+end does not pass for a lost one; the drain is shortened last, only where exactly the same messages
+still violate, and never below the longest delay the scenario configures (plus a polling allowance).
+Each accepted step makes one measure of ``scenario_size`` smaller and none larger. Passes repeat
+until a whole round accepts nothing or the run budget is spent; identical candidates run once. The
+result is a pure function of (document, seed, era, mutants, invariant, budget): deterministic.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -32,6 +37,7 @@ FAULT_KINDS = ("fault", "crash", "restart", "cq_truncate", "store_rollback")
 MIN_DURATION_MS = 1000
 DEFAULT_MAX_RUNS = 60
 DRAIN_RESERVE = 8  # runs kept for the final drain pass
+DRAIN_POLL_ALLOWANCE_MS = 60_000  # past the longest delay: schedule and pull polling, offset commits
 
 
 @dataclass
@@ -45,8 +51,10 @@ class ShrinkResult:
     runs: int  # simulator runs spent (cached candidates not counted)
     steps: list[str] = field(default_factory=list)  # the accepted reductions, in order
     result: RunResult | None = None  # the run of ``doc``
-    violation: dict | None = None  # the first violation of ``invariant`` in that run
+    violation: dict | None = None  # the violation of ``invariant`` the shrink kept (same message, same shape)
     path: str | None = None  # where ``write_shrunk`` put it
+    clean_holds: bool | None = None  # with mutants: ``doc`` holds on the clean build (None: no mutants)
+    note: str | None = None  # why the reproduction was not shrunk, or what to be careful about
 
     @property
     def smaller(self) -> bool:
@@ -127,9 +135,35 @@ Candidate = tuple[str, dict]
 Pass = Callable[[dict], Iterator[Candidate]]
 
 
+def longest_delay_ms(s) -> int:
+    """The longest single wait the scenario configures: a producer's delay level or timer delay, or the
+    retry level a failing consumer can reach (level ``3 + k - 1`` for retry ``k``, clamped to the last)."""
+    from store.delay_level import parse_delay_level
+
+    table = parse_delay_level(s.broker.message_delay_level)
+    top = max(table)
+    waits = [0]
+    for p in s.producers:
+        waits += [table[min(level, top)] for level in p.delay_levels]
+        if p.timer_delay_ms is not None:
+            waits.append(p.timer_delay_ms)
+    for c in s.consumers:
+        limit = 16 if c.max_reconsume_times == -1 else c.max_reconsume_times
+        retries = limit if c.fail_probability > 0 else min(c.fail_first, limit)
+        if retries > 0:
+            waits.append(table[min(3 + retries - 1, top)])
+    return max(waits)
+
+
+def drain_floor_ms(s) -> int:
+    """The shortest drain the shrinker may give ``s``: long enough for its longest delay to come due and
+    be delivered, so that a message still on its way does not pass for a lost one."""
+    return longest_delay_ms(s) + DRAIN_POLL_ALLOWANCE_MS
+
+
 def _pass_drain(doc):
     s = scenario_from_dict(doc, "<shrink>")
-    for ms in _int_candidates(s.drain_ms, 0):
+    for ms in _int_candidates(s.drain_ms, min(s.drain_ms, drain_floor_ms(s))):
         yield f"drain {format_duration_ms(s.drain_ms)} -> {format_duration_ms(ms) if ms else '0s'}", \
             _set(doc, ("drain",), format_duration_ms(ms) if ms else "0s")
 
@@ -268,6 +302,31 @@ def first_failing_invariant(summary: dict) -> str | None:
     return next((name for name, v in summary["invariants"].items() if not v["holds"]), None)
 
 
+def sentence_shape(explanation: object) -> str:
+    """A violation's sentence with its numbers blanked: the same failure traced the same way has the same
+    shape however many messages, milliseconds or offsets the run had."""
+    return _NUMBER.sub("#", str(explanation))
+
+
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+def _signature(violation: dict) -> tuple[str, str]:
+    return str(violation.get("msg_id")), sentence_shape(violation.get("explanation"))
+
+
+def _same_failure(result: RunResult, invariant: str, target: tuple[str, str]) -> dict | None:
+    """The violation of ``invariant`` in ``result`` on the target message with the target shape, if any."""
+    verdict = result.summary["invariants"].get(invariant)
+    if verdict is None or verdict["holds"]:
+        return None
+    return next((v for v in verdict["violations"] if _signature(v) == target), None)
+
+
+def _holds(result: RunResult) -> bool:
+    return all(v["holds"] for v in result.summary["invariants"].values())
+
+
 def shrink(doc: dict, seed: int, invariant: str | None = None, *, era: str | None = None, mutants=(),
            max_runs: int = DEFAULT_MAX_RUNS, first: RunResult | None = None, check=None,
            progress: Callable[[int, int, str], None] | None = None) -> ShrinkResult:
@@ -280,20 +339,39 @@ def shrink(doc: dict, seed: int, invariant: str | None = None, *, era: str | Non
     cache: dict[str, frozenset[str] | None] = {}
     runs = 0
 
-    def run(candidate: dict) -> RunResult:
+    def run(candidate: dict, with_mutants: tuple[str, ...] = mutants) -> RunResult:
         nonlocal runs
         runs += 1
         scenario = scenario_from_dict(candidate, "<shrink>")
-        return run_scenario(scenario, seed, era=era, mutants=mutants, check=check)
+        return run_scenario(scenario, seed, era=era, mutants=with_mutants, check=check)
 
     base = first if first is not None else run(doc)
     invariant = invariant or first_failing_invariant(base.summary)
     if invariant is None or _violating(base, invariant) is None:
         raise ValueError(f"the run of {doc.get('name')!r} with seed {seed} does not violate "
                          f"{invariant or 'any invariant'}: nothing to shrink")
+    first_violation = base.summary["invariants"][invariant]["violations"]
+    target = _signature(first_violation[0]) if first_violation else ("None", "")
     state = {"doc": copy.deepcopy(doc), "result": base, "set": _violating(base, invariant)}
     cache[_key(state["doc"])] = state["set"]
     steps: list[str] = []
+
+    def result_of(note: str | None, clean_holds: bool | None) -> ShrinkResult:
+        best = state["result"]
+        violation = _same_failure(best, invariant, target) if first_violation else None
+        return ShrinkResult(invariant=invariant, seed=seed, era=era, mutants=mutants,
+                            original_doc=copy.deepcopy(doc), doc=state["doc"], runs=runs, steps=steps, result=best,
+                            violation=violation, clean_holds=clean_holds, note=note)
+
+    if mutants:
+        # The unshrunk run must hold without the mutants, or no shrink of it can show the mutants' bug.
+        clean = run(state["doc"], ())
+        if progress is not None:
+            progress(runs, max_runs, "the unshrunk scenario on the clean build")
+        if not _holds(clean):
+            failed = first_failing_invariant(clean.summary)
+            return result_of(f"not shrunk: the scenario fails {failed} with seed {seed} on the clean build too "
+                             f"(without {', '.join(mutants)}), so no smaller run could isolate the mutants", False)
 
     def fixpoint(passes, limit: int, exact: bool) -> None:
         """Apply ``passes`` in order, each again after every accepted candidate, until a round accepts nothing."""
@@ -321,6 +399,16 @@ def shrink(doc: dict, seed: int, invariant: str | None = None, *, era: str | Non
                             progress(runs, max_runs, label)
                         if got is None or (exact and got != state["set"]):
                             continue
+                        if first_violation and _same_failure(result, invariant, target) is None:
+                            continue  # another message, or the same one failing another way
+                        if mutants:
+                            if runs >= limit:
+                                break
+                            clean_ok = _holds(run(candidate, ()))
+                            if progress is not None:
+                                progress(runs, max_runs, f"{label} (clean build)")
+                            if not clean_ok:
+                                continue  # it fails without the mutants too: not the mutants' bug any more
                         state.update(doc=candidate, result=result, set=got)
                         steps.append(label)
                         accepted = progressed = True
@@ -330,11 +418,7 @@ def shrink(doc: dict, seed: int, invariant: str | None = None, *, era: str | Non
     # where exactly the same messages still violate (no later step may then make a message merely late).
     fixpoint(PASSES, max_runs - min(DRAIN_RESERVE, max_runs // 4), exact=False)
     fixpoint(DRAIN_PASSES, max_runs, exact=True)
-    best_doc, best = state["doc"], state["result"]
-    violations = best.summary["invariants"][invariant]["violations"]
-    return ShrinkResult(invariant=invariant, seed=seed, era=era, mutants=mutants, original_doc=copy.deepcopy(doc),
-                        doc=best_doc, runs=runs, steps=steps, result=best,
-                        violation=violations[0] if violations else None)
+    return result_of(None, True if mutants else None)
 
 
 def _key(doc: dict) -> str:
@@ -363,6 +447,10 @@ def write_shrunk(result: ShrinkResult, path: str) -> str:
 
     header = [f"# Shrunk by rmqsim: {result.invariant} still fails with seed {result.seed}.",
               f"# Replay: {result.replay_command(path)}"]
+    if result.clean_holds:
+        header.append("# Without the mutants the same run holds: what fails is the mutants' bug.")
+    if result.note:
+        header.append(f"# Note: {result.note}")
     header += [f"#   step: {step}" for step in result.steps]
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
@@ -381,6 +469,10 @@ def format_report(result: ShrinkResult) -> list[str]:
     before, after = scenario_size(result.original_doc), scenario_size(result.doc)
     changed = ", ".join(f"{k} {_num(before[k])} -> {_num(after[k])}" for k in before if before[k] != after[k])
     lines = [f"shrunk in {result.runs} runs, {len(result.steps)} steps: {changed or 'no smaller run found'}"]
+    if result.note:
+        lines.append(f"  note: {result.note}")
+    elif result.clean_holds:
+        lines.append(f"  checked: without {', '.join(result.mutants)} the shrunk run holds")
     if result.violation is not None:
         lines.append(f"  {result.invariant} violated by {result.violation.get('msg_id')}: "
                      f"{result.violation.get('explanation')}")

@@ -314,7 +314,12 @@ class _Parser:
                 raise self.fail("a digit must follow the exponent", pos)
         self.pos = pos
         literal = text[start:pos]
-        return float(literal) if is_float else int(literal)
+        if is_float:
+            return float(literal)
+        try:
+            return int(literal)
+        except ValueError:  # over sys.get_int_max_str_digits (4300 by default): no config holds such a number
+            raise self.fail(f"an integer of {pos - digits_start} digits is too long", start) from None
 
 
 def loads(text: str) -> object:

@@ -60,8 +60,10 @@ time units), else RocketMQ's default 1000 ms.
 from __future__ import annotations
 
 import json
+import math
 import mmap
 import os
+import re
 import struct
 from datetime import UTC, datetime
 
@@ -92,7 +94,37 @@ def inspect_store_dir(root: str, *, max_entries: int | None = None) -> dict:
     timer = _inspect_timer(root, max_entries)
     if timer is not None:
         doc["timer"] = timer
-    return doc
+    return _printable(doc)
+
+
+STORE_ENTRIES = ("commitlog", "consumequeue", "config", "checkpoint", "abort", "timerwheel", "timerlog", "index")
+
+
+def is_store_dir(root: str) -> bool:
+    """Whether ``root`` holds any of a store's files (a broker's ``storePathRootDir``, or a run's ``store/``)."""
+    return os.path.isdir(root) and any(os.path.exists(os.path.join(root, name)) for name in STORE_ENTRIES)
+
+
+def _printable(value: object) -> object:
+    """The document as strict JSON can hold it and any terminal can print it: a lone surrogate (from a
+    file name that is not UTF-8, or a ``\\ud800`` escape in a config file) becomes U+FFFD, and a number
+    JSON has no literal for (``1e999`` is infinity) becomes its text."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace") if _has_surrogate(value) else value
+    if isinstance(value, dict):
+        return {_printable(k): _printable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_printable(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
+def _has_surrogate(text: str) -> bool:
+    return _SURROGATE.search(text) is not None
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _inspect_timer(root: str, max_entries: int | None = None) -> dict | None:
@@ -222,7 +254,7 @@ def _numbered_files(directory: str) -> tuple[list[tuple[int, str, int]], list[st
         path = os.path.join(directory, name)
         if not os.path.isfile(path):
             continue
-        if not name.isdigit():
+        if not (name.isascii() and name.isdigit()):
             others.append(name)
             continue
         size = os.path.getsize(path)
@@ -333,6 +365,9 @@ def _record_entry(data, name: str, from_offset: int, pos: int) -> dict:
 
 
 # --- consume queues ------------------------------------------------------------------------------------------
+_QUEUE_ID = re.compile(r"[+-]?[0-9]{1,11}")  # what Integer.parseInt takes (ASCII digits only here)
+
+
 def _inspect_consume_queues(directory: str, max_entries: int | None) -> dict:
     """Every ``consumequeue/<topic>/<queueId>``; like RocketMQ's load, non-integer queue ids are skipped."""
     result: dict = {}
@@ -343,7 +378,7 @@ def _inspect_consume_queues(directory: str, max_entries: int | None) -> dict:
         if not os.path.isdir(topic_dir):
             continue
         queues = {}
-        queue_names = [q for q in os.listdir(topic_dir) if q.lstrip("-").isdigit()
+        queue_names = [q for q in os.listdir(topic_dir) if _QUEUE_ID.fullmatch(q) and -(1 << 31) <= int(q) < 1 << 31
                        and os.path.isdir(os.path.join(topic_dir, q))]
         for queue_name in sorted(queue_names, key=int):
             queues[queue_name] = _inspect_consume_queue(os.path.join(topic_dir, queue_name), max_entries)

@@ -54,5 +54,9 @@ class UnknownMutant(ValueError):
 def validate(names) -> frozenset[str]:
     unknown = sorted(set(names) - set(CATALOGUE))
     if unknown:
-        raise UnknownMutant(f"unknown mutant {unknown[0]!r}; known: {', '.join(sorted(CATALOGUE))}")
+        import difflib
+
+        close = difflib.get_close_matches(unknown[0], sorted(CATALOGUE), n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise UnknownMutant(f"unknown mutant {unknown[0]!r}{hint}; known: {', '.join(sorted(CATALOGUE))}")
     return frozenset(names)

@@ -19,7 +19,7 @@ NAME = "rebuild-errors-4x"  # 400 messages through levels 1-2 with rebuild failu
 
 @pytest.fixture(scope="module")
 def shrunk():
-    return shrink(load_builtin(NAME).doc, 1, mutants=[MUTANT], max_runs=25)
+    return shrink(load_builtin(NAME).doc, 1, mutants=[MUTANT], max_runs=32)  # clean-build checks spend runs too
 
 
 def test_shrinking_finds_a_strictly_smaller_scenario_that_still_fails(shrunk):
@@ -27,7 +27,7 @@ def test_shrinking_finds_a_strictly_smaller_scenario_that_still_fails(shrunk):
     before, after = scenario_size(shrunk.original_doc), scenario_size(shrunk.doc)
     assert is_smaller(after, before) and shrunk.smaller
     assert after["messages"] < before["messages"] and after["duration_ms"] < before["duration_ms"]
-    assert shrunk.runs <= 25 and shrunk.steps
+    assert shrunk.runs <= 32 and shrunk.steps
     assert not shrunk.result.summary["invariants"]["no_loss"]["holds"]
     trace = shrunk.trace()
     assert trace and all(e["msg_id"] == shrunk.violation["msg_id"] for e in trace)
@@ -53,7 +53,7 @@ def test_shrinking_is_deterministic():
     doc = load_builtin(NAME).doc
     a = shrink(doc, 1, mutants=[MUTANT], max_runs=6)
     b = shrink(doc, 1, mutants=[MUTANT], max_runs=6)
-    assert a.doc == b.doc and a.steps == b.steps and a.runs == b.runs == 6
+    assert a.doc == b.doc and a.steps == b.steps and a.runs == b.runs <= 6
 
 
 def test_a_run_that_holds_cannot_be_shrunk():
