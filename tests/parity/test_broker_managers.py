@@ -292,9 +292,6 @@ def test_update_consumer_offset():
     assert h.broker.consumer_offset_manager.query_offset(GROUP, TOPIC, 0) == 0
 
 
-@pytest.mark.xfail(strict=True, reason="#13 item 19: 5.3.3 QUERY_CONSUMER_OFFSET answers 0 for a group without "
-                   "an offset only when minOffset <= 0 and unit 0 is in memory (checkInMemByConsumeOffset(topic, q, "
-                   "0, 1)); an empty queue answers QUERY_NOT_FOUND")
 def test_query_consumer_offset():
     """Mirrors ConsumerManageProcessorTest.testQueryConsumerOffset (rocketmq-all-5.3.3), without its static-topic
     (logic queue mapping) part: no offset and no unit 0 -> QUERY_NOT_FOUND; a committed 0 -> 0; no offset but

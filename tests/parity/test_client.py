@@ -30,12 +30,6 @@ GROUP = "FooBarGroup"
 TOPIC = "FooBar"
 BROKER = "DefaultBrokerName"
 T0 = 1_700_000_000_000
-ITEM_7 = ("#13 item 7: 5.2.0+ RemoteBrokerOffsetStore.updateAndFreezeOffset (fix the offset at once after "
-          "OFFSET_ILLEGAL and ignore later updates until the queue is removed) is missing")
-ITEM_8 = "#13 item 8: ProcessQueue.containsMessage (5.1.0+, #5481) is missing"
-ITEM_14 = "#13 item 14: LocalFileOffsetStore.removeOffset removes the entry (4.9.8 and 5.3.3); here it is a no-op"
-ITEM_15 = ("#13 item 15: 5.3.3 RemoteBrokerOffsetStore.readOffset answers -1 only for QUERY_NOT_FOUND; another "
-           "broker error answers -2")
 
 
 def mq(queue_id: int) -> MessageQueue:
@@ -106,7 +100,6 @@ def test_local_persist_all():
     assert [reader.read_offset(mq(i), READ_FROM_STORE) for i in range(3)] == [1024, 1025, 1026]
 
 
-@pytest.mark.xfail(strict=True, reason=ITEM_14)
 def test_local_remove_offset():
     """Mirrors LocalFileOffsetStoreTest.testRemoveOffset (rocketmq-all-4.9.8, rocketmq-all-5.3.3)."""
     store = local_store()
@@ -128,7 +121,6 @@ def test_remote_update_offset():
     assert store.read_offset(mq(1), READ_FROM_MEMORY) == 1023
 
 
-@pytest.mark.xfail(strict=True, reason=ITEM_7)
 def test_remote_update_and_freeze_offset():
     """Mirrors RemoteBrokerOffsetStoreTest.testUpdateAndFreezeOffset (rocketmq-all-5.3.3)."""
     store = remote_store(FakeBroker(ManualClock()))
@@ -140,7 +132,6 @@ def test_remote_update_and_freeze_offset():
     assert store.read_offset(mq(1), READ_FROM_MEMORY) == 1024
 
 
-@pytest.mark.xfail(strict=True, reason=ITEM_7)
 def test_remote_update_and_freeze_offset_with_remove():
     """Mirrors RemoteBrokerOffsetStoreTest.testUpdateAndFreezeOffsetWithRemove (rocketmq-all-5.3.3)."""
     store = remote_store(FakeBroker(ManualClock()))
@@ -165,7 +156,6 @@ def test_remote_read_offset_with_exception_4_9_8():
     assert store.read_offset(mq(2), READ_FROM_STORE) == -2
 
 
-@pytest.mark.xfail(strict=True, reason=ITEM_15)
 def test_remote_read_offset_with_exception_5_3_3():
     """Mirrors RemoteBrokerOffsetStoreTest.testReadOffset_WithException (rocketmq-all-5.3.3): QUERY_NOT_FOUND
     answers -1, any other broker error -2, a remoting failure -2."""
@@ -241,7 +231,6 @@ def test_cached_message_count_and_size(what):
     assert measure() == 89 * unit
 
 
-@pytest.mark.xfail(strict=True, reason=ITEM_8)
 def test_contains_message():
     """Mirrors ProcessQueueTest.testContainsMessage (rocketmq-all-5.3.3)."""
     pq = ProcessQueue(ManualClock(T0))

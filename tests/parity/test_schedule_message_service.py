@@ -32,8 +32,6 @@ SEND_MESSAGE = b" ------- schedule message test -------"
 JAVA_CONFIG = MessageStoreConfig(message_delay_level="5s 8s", mapped_file_size_commit_log=1024,
                                  mapped_file_size_consume_queue=20, timer_slots_total=3600,
                                  mapped_file_size_timer_log=52 * 64 + 16)
-ITEM_4 = ("#13 item 4: correctDelayOffset finds or creates each level's consume queue, so an offset of a level "
-          "without a CQ is clamped to 0; store/schedule_message_service.py skips such levels")
 
 
 def _era_config(era: str) -> MessageStoreConfig:
@@ -53,7 +51,6 @@ def _build_message() -> MessageExt:
                       born_timestamp=1_700_000_000_000)
 
 
-@pytest.mark.xfail(strict=True, reason=ITEM_4)
 def test_load():
     """Mirrors ScheduleMessageServiceTest.testLoad (rocketmq-all-5.3.3): offsets persisted for levels whose queues
     hold nothing are loaded back as 0."""
@@ -68,7 +65,6 @@ def test_load():
     assert all(offset == 0 for offset in control.offset_table.values())
 
 
-@pytest.mark.xfail(strict=True, reason=ITEM_4)
 @pytest.mark.parametrize("era, levels", [("5.3.3", 2), ("4.9.8", 18)])
 def test_correct_delay_offset_when_init(era, levels):
     """Mirrors ScheduleMessageServiceTest.testCorrectDelayOffset_whenInit (rocketmq-all-5.3.3: levels "5s 8s";
@@ -179,9 +175,13 @@ class _FailAndThrow:
         return None
 
 
-@pytest.mark.xfail(strict=True, reason="#13 item 5: PutResultProcess.doResend catches an exception thrown while "
-                   "resending and retries with back-off; here it escapes HandlePutResultTask.step")
-@pytest.mark.parametrize("era", ["4.9.8", "5.3.3"])
+@pytest.mark.parametrize("era", [
+    "4.9.8",
+    pytest.param("5.3.3", marks=pytest.mark.xfail(strict=True, reason=(
+        "finding (not in #13): the Java test exists only at 4.9.8; with the same faults the 5.3.3 era here "
+        "ends a level at 199 of 200 after 120 s (5.3.3 skips a message whose rebuild throws in the delivery "
+        "loop itself, a loss RocketMQ has; whether the last offset should still advance is not settled)"))),
+])
 def test_handle_put_result_task_with_exceptions(era):
     """Mirrors ScheduleMessageServiceTest.testHandlePutResultTask (rocketmq-all-4.9.8) with the exceptional
     completions kept as exceptions: puts fail and rebuilds throw, and still every level drains to its count."""
