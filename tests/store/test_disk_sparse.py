@@ -20,7 +20,7 @@ def test_a_preallocated_file_holds_only_what_was_written(tmp_path):
     f.flush()
     assert len(f.durable) == 103
     snapshot = disk.snapshot()
-    assert sum(len(data) for data, _length in snapshot.values()) == 103
+    assert sum(len(chunk) for _length, chunks in snapshot.values() for chunk in chunks.values()) == 103
     f.write(200, b"later")
     assert disk.power_failure(random.Random(1)) in (0, 5)
     assert f.size() == GIB and f.read(100, 3) == b"abc"
