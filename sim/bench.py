@@ -1,7 +1,13 @@
-"""``rmqsim bench``: the simulator's speed on the standard scenario, against raw SimPy.
+"""``rmqsim bench``: the simulator's speed against yardsticks measured in the same process.
 
-Standard scenario: all 18 delay levels, 20 000 messages, one consumer group that fails 5% of its
-attempts, two broker crashes. Wall time is measured here and reported, never asserted.
+Dense: the standard scenario (all 18 delay levels, 20 000 messages, one consumer group that fails
+5% of its attempts, two broker crashes) in lifecycles per wall second, as a ratio to the store-bound
+ceiling: a delayed message's lifecycle needs 2 puts and 2 dispatches (into SCHEDULE_TOPIC_XXXX, then
+back into its topic), so the ceiling is ``1 / (2 / puts_per_s + 2 / dispatches_per_s)`` with both
+rates measured here on the in-memory disk. Sparse: the built-in ``retry-ladder-to-dlq`` (one
+message, 17 attempts, 5 virtual hours) in raw-SimPy-timeout equivalents (wall s x raw SimPy
+timeouts/s): what a run costs that has almost nothing to do. Wall time is measured and reported,
+never asserted.
 """
 
 from __future__ import annotations
@@ -13,8 +19,15 @@ import time
 import simpy
 
 from scenarios.scenario import scenario_from_dict
+from store.clock import ManualClock
+from store.config import MessageStoreConfig
+from store.disk import MemoryDisk
+from store.message import MessageExt
+from store.message_store import DefaultMessageStore
 
 from .run import run_scenario
+
+SPARSE_SCENARIO = "retry-ladder-to-dlq"
 
 
 def standard_scenario(messages: int = 20_000):
@@ -48,27 +61,86 @@ def raw_simpy_timeouts_per_s(count: int = 300_000) -> float:
     return count / (time.perf_counter() - start)  # wall-clock ok
 
 
+def store_rates(disk, messages: int = 100_000, body_len: int = 100) -> dict:
+    """Puts/s and dispatched consume-queue units/s through the bare store (no broker, no sim)."""
+    config = MessageStoreConfig(mapped_file_size_commit_log=64 * 1024 * 1024,
+                                mapped_file_size_consume_queue=300_000 * 20)
+    clock = ManualClock()
+    store = DefaultMessageStore(disk, config, clock)
+    store.load()
+    store.start(0)
+    body = b"x" * body_len
+    msgs = [
+        MessageExt(topic="BenchTopic", queue_id=i % 8, body=body, properties={"UNIQ_KEY": f"ID{i:012d}", "TAGS": "TagA"})
+        for i in range(messages)
+    ]
+    t0 = time.perf_counter()  # wall-clock ok: benchmark
+    for i, msg in enumerate(msgs):
+        if i % 1000 == 0:
+            clock.advance(1)
+        store.put_message(msg)
+    t1 = time.perf_counter()  # wall-clock ok: benchmark
+    dispatched = store.do_reput()
+    t2 = time.perf_counter()  # wall-clock ok: benchmark
+    store.shutdown()
+    return {
+        "messages": messages,
+        "body_bytes": body_len,
+        "puts_per_s": round(messages / (t1 - t0)),
+        "dispatched_units_per_s": round(dispatched / (t2 - t1)),
+        "commitlog_mib": round(store.commit_log.get_max_offset() / 2**20, 1),
+    }
+
+
+def lifecycle_ceiling(puts_per_s: float, dispatches_per_s: float) -> float:
+    """Lifecycles/s if the simulator cost nothing but the store's own work (2 puts + 2 dispatches each)."""
+    return 1 / (2 / puts_per_s + 2 / dispatches_per_s)
+
+
+def peak_rss_mib() -> float:
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
 def measure(messages: int) -> dict:
+    """Dense scenario first (so the peak memory is its own), then the yardsticks and the sparse run."""
     scenario = standard_scenario(messages)
-    raw_rate = raw_simpy_timeouts_per_s()
     result = run_scenario(scenario)
+    dense_peak = peak_rss_mib()
     wall_s = result.summary["wall_s"]
     env = result.world.env
     simpy_events = next(env._eid)  # events SimPy scheduled during the run
     stats = result.summary["stats"]
+    summary = result.summary
+    del result, env
+    raw_rate = raw_simpy_timeouts_per_s()
+    rates = store_rates(MemoryDisk())
+    ceiling = lifecycle_ceiling(rates["puts_per_s"], rates["dispatched_units_per_s"])
+    lifecycles = stats["consumed"] / wall_s
+    from scenarios.catalogue import load_builtin
+
+    sparse = run_scenario(load_builtin(SPARSE_SCENARIO))
+    sparse_wall = sparse.summary["wall_s"]
     return {
         "scenario": scenario.name,
         "messages": messages,
         "wall_s": wall_s,
-        "virtual_s": result.summary["virtual_ms"] / 1000,
-        "virtual_s_per_wall_s": round(result.summary["virtual_ms"] / 1000 / wall_s, 1),
-        "lifecycles_per_s": round(stats["consumed"] / wall_s, 1),
-        "history_events": result.summary["events"],
-        "service_steps": result.summary["sim_steps"],
+        "virtual_s": summary["virtual_ms"] / 1000,
+        "virtual_s_per_wall_s": round(summary["virtual_ms"] / 1000 / wall_s, 1),
+        "lifecycles_per_s": round(lifecycles, 1),
+        "store_puts_per_s": rates["puts_per_s"],
+        "store_dispatches_per_s": rates["dispatched_units_per_s"],
+        "store_ceiling_lifecycles_per_s": round(ceiling, 1),
+        "ceiling_ratio": round(lifecycles / ceiling, 3),
+        "history_events": summary["events"],
+        "service_steps": summary["sim_steps"],
         "simpy_events": simpy_events,
         "simpy_events_per_s": round(simpy_events / wall_s),
         "raw_simpy_timeouts_per_s": round(raw_rate),
-        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "peak_rss_mib": dense_peak,
+        "sparse_scenario": SPARSE_SCENARIO,
+        "sparse_wall_s": sparse_wall,
+        "sparse_service_steps": sparse.summary["sim_steps"],
+        "sparse_raw_timeout_equivalents": round(sparse_wall * raw_rate),
         "stats": stats,
     }
 
