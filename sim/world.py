@@ -138,6 +138,7 @@ class World:
     def _add_broker_services(self, broker: BrokerController) -> None:
         """The broker's services under finer owners, so that a touch re-arms only what it can affect:
         ``broker.reput`` (poked by puts), ``broker.level.N`` (poked by dispatch into level N's queue),
+        ``broker.flush`` and ``broker.persist`` (their own steps only), ``broker.timer`` (timer-topic arrivals),
         and ``broker`` for the rest (poked by client requests). Ranks keep the broker's service order."""
         ranked = {id(svc): RANK_BROKER + i for i, svc in enumerate(broker.all_services)}
         reput = broker.message_store.services[0]
@@ -146,6 +147,14 @@ class World:
         for level, task in sched.tasks.items():
             grouped[f"broker.level.{level}"] = [task] + ([sched.put_result_tasks[level]]
                                                         if level in sched.put_result_tasks else [])
+        # Periodic services whose wake-up only their own steps move, and the timer's, which only its own
+        # steps, timer-topic arrivals and clock steps move: a client request need not re-arm them.
+        store_services = broker.message_store.services
+        grouped["broker.flush"] = [svc for svc in store_services[1:]]
+        grouped["broker.persist"] = [svc for svc in (sched.persist_service, broker.offset_persist_service)
+                                     if svc is not None]
+        if broker.timer_message_store is not None:
+            grouped["broker.timer"] = list(broker.timer_message_store.services)
         placed = {id(svc) for services in grouped.values() for svc in services}
         grouped["broker"] = [svc for svc in broker.all_services if id(svc) not in placed]
         self.broker_owners = sorted(grouped)
@@ -159,6 +168,8 @@ class World:
     def _on_arriving(self, topic: str, queue_id: int, _next_offset: int) -> None:
         if topic == "SCHEDULE_TOPIC_XXXX":
             self.scheduler.touch(f"broker.level.{queue_id + 1}")
+        elif topic == TIMER_TOPIC:
+            self.scheduler.touch("broker.timer")
         else:
             self.scheduler.touch("broker")
 
