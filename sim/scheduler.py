@@ -28,10 +28,12 @@ WAKE_PRIORITY = 10  # after SimPy's own URGENT/NORMAL events at the same time (t
 
 
 class _Slot:
-    __slots__ = ("service", "owner", "rank", "armed_at", "token", "alive")
+    __slots__ = ("service", "owner", "rank", "armed_at", "token", "alive", "catch_up")
 
     def __init__(self, service, owner: str, rank: int) -> None:
         self.service = service
+        # Services that skip provably idle rounds account them when asked again: catch_up(now, turn_passed).
+        self.catch_up = getattr(service, "catch_up", None)
         self.owner = owner
         self.rank = rank
         self.armed_at: int | None = None
@@ -49,7 +51,7 @@ class Scheduler:
         self._heap: list[tuple[int, int, int, _Slot, int]] = []
         self._seq = 0
         self._wakes: set[int] = set()  # milliseconds with a SimPy wake event pending (membership only)
-        self._now = 0
+        self._rank: int | None = None  # rank of the service stepping now (None outside a step)
         self.steps = 0
         self.arms = 0
         self.before_step: Callable[[int], None] | None = None
@@ -88,6 +90,9 @@ class Scheduler:
         self._touched_set.clear()
 
     def _arm(self, slot: _Slot, now: int) -> None:
+        if slot.catch_up is not None:
+            # Its round at ``now`` already had its turn (and was skipped) if it ranks before the stepping service.
+            slot.catch_up(now, self._rank is not None and slot.rank < self._rank)
         at = slot.service.next_wakeup_ms()
         if at is None:
             return
@@ -134,9 +139,11 @@ class Scheduler:
         if self.before_step is not None:
             self.before_step(now)
         self.steps += 1
+        self._rank = slot.rank
         try:
             slot.service.step(now)
         except BrokerCrash as crash:
             self.on_broker_crash(crash)
         self.touch(slot.owner)
         self.flush_touched()
+        self._rank = None
