@@ -81,6 +81,11 @@ class ConfigManager(ABC):
         self.load_events: list[str] = []
         self.persist_errors: list[str] = []
         self.persist_listeners: list[Callable[[str], None]] = []  # told the file name after each persist
+        # A driver's choice for runs that cannot lose power: a persist that would leave the main file and its
+        # .bak byte-identical to what they hold is skipped (no write, no listener). Rewriting identical bytes
+        # matters only to a power failure, which may tear the rewritten file.
+        self.skip_identical_persist = False
+        self._written: tuple[bytes | None, bytes] | None = None  # (.bak, main) as this manager's last write left them
 
     @property
     def file_name(self) -> str:
@@ -155,6 +160,8 @@ class ConfigManager(ABC):
             self._persist_failed("injected I/O error")
             return
         data = text.encode("utf-8")
+        if self.skip_identical_persist and self._written == (data, data):
+            return
         try:
             if self.persist_mode == PERSIST_DEVELOP:
                 path = self.config_file_path
@@ -164,8 +171,11 @@ class ConfigManager(ABC):
             else:
                 string2file(self.disk, self.config_file_path, data, self.persist_mode)
         except OSError as error:
+            self._written = None
             self._persist_failed(str(error))
             return
+        # Every era's write leaves the previous main file as .bak.
+        self._written = (self._written[1] if self._written is not None else None, data)
         for listener in self.persist_listeners:
             listener(self.file_name)
 

@@ -177,14 +177,21 @@ SECTOR_SIZE = 512
 class _MemFile:
     """One file: what the page cache holds (``data``) and what is on the platter (``durable``)."""
 
-    __slots__ = ("path", "data", "durable", "dirty_lo", "dirty_hi")
+    __slots__ = ("path", "data", "durable", "durable_size", "dirty_lo", "dirty_hi")
 
     def __init__(self, path: str, size: int) -> None:
         self.path = path
         self.data = bytearray(size)
-        self.durable = bytearray(size)
+        # The platter holds ``durable_size`` bytes; ``durable`` stores only their prefix up to the last byte ever
+        # flushed, the rest are zeros (a preallocated segment costs no memory until it is flushed).
+        self.durable = bytearray()
+        self.durable_size = size
         self.dirty_lo = -1  # unflushed byte range [dirty_lo, dirty_hi); -1 when clean
         self.dirty_hi = -1
+
+    def durable_bytes(self) -> bytes:
+        """What the platter holds (the page cache aside)."""
+        return bytes(self.durable) + bytes(self.durable_size - len(self.durable))
 
     # The DiskFile interface (handles are the file objects themselves: no per-call look-up).
     def size(self) -> int:
@@ -209,10 +216,14 @@ class _MemFile:
     def flush(self) -> None:
         if self.dirty_lo < 0:
             return
-        if len(self.durable) != len(self.data):
+        if self.durable_size != len(self.data):
             self.durable = bytearray(self.data)
+            self.durable_size = len(self.data)
         else:
-            self.durable[self.dirty_lo : self.dirty_hi] = self.data[self.dirty_lo : self.dirty_hi]
+            lo, hi = self.dirty_lo, self.dirty_hi
+            if len(self.durable) < hi:
+                self.durable.extend(bytes(hi - len(self.durable)))
+            self.durable[lo:hi] = self.data[lo:hi]
         self.dirty_lo = self.dirty_hi = -1
 
     def close(self) -> None:
@@ -228,12 +239,13 @@ class _MemFile:
         first_boundary = (lo // SECTOR_SIZE + 1) * SECTOR_SIZE
         cuts = [lo, *range(first_boundary, hi, SECTOR_SIZE), hi]
         torn = rng.choice(cuts) - lo
-        survived = bytearray(self.durable)
+        survived = bytearray(self.durable_bytes())
         if len(survived) < lo + torn:
             survived.extend(bytes(lo + torn - len(survived)))
         survived[lo : lo + torn] = self.data[lo : lo + torn]
         self.data = survived
         self.durable = bytearray(survived)
+        self.durable_size = len(survived)
         self.dirty_lo = self.dirty_hi = -1
         return hi - lo - torn
 
@@ -290,6 +302,7 @@ class MemoryDisk:
         # Truncation reaches the disk at once (metadata); the new content only with a flush.
         f.data = bytearray()
         del f.durable[:]
+        f.durable_size = 0
         f.dirty_lo = f.dirty_hi = -1
         f.write(0, data)
         if fsync:
@@ -326,6 +339,7 @@ class MemoryDisk:
             f = _MemFile(path, 0)
             f.data = bytearray(data)
             f.durable = bytearray(data)
+            f.durable_size = len(data)
             self.makedirs(parent_of(path))
             self._files[path] = f
 

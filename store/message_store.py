@@ -416,6 +416,7 @@ class _FlushRounds(PeriodicService):
         self._last_thorough_ms = mono_ms
         self._thorough_every = max(1, -(-thorough_ms // interval_ms))  # rounds between thorough ones
         self.idle_skip = False
+        self._due_ms = -1  # a round known to change something (writes only add to that until it runs)
 
     def _round(self, mono_ms: int) -> None:
         thorough = mono_ms >= self._last_thorough_ms + self.thorough_ms
@@ -445,7 +446,10 @@ class _FlushRounds(PeriodicService):
         self._next_ms = first + skipped * interval
 
     def next_wakeup_ms(self) -> int | None:
-        if not self.idle_skip or self.would_change(False):
+        if not self.idle_skip or self._due_ms == self._next_ms:
+            return self._next_ms
+        if self.would_change(False):
+            self._due_ms = self._next_ms
             return self._next_ms
         if not self.would_change(True):
             return None
