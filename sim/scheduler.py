@@ -90,6 +90,8 @@ class Scheduler:
         self._touched_set.clear()
 
     def _arm(self, slot: _Slot, now: int) -> None:
+        if slot.armed_at is not None and slot.armed_at <= now:
+            return  # armed for this millisecond: no answer can be earlier
         if slot.catch_up is not None:
             # Its round at ``now`` already had its turn (and was skipped) if it ranks before the stepping service.
             slot.catch_up(now, self._rank is not None and slot.rank < self._rank)

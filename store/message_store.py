@@ -100,6 +100,7 @@ class DefaultMessageStore:
         self.services: list = []
         # Consume queues written since their last complete flush, by (topic, queue id): what a flush round visits.
         self.dirty_consume_queues: dict[tuple[str, int], ConsumeQueue] = {}
+        self.cq_flush_due = False  # some dirty queue has enough for a light (non-thorough) flush round
 
     # --- lifecycle -----------------------------------------------------------------------
     def load(self) -> bool:
@@ -174,6 +175,8 @@ class DefaultMessageStore:
         self.shutdown_flag = False
         self.dirty_consume_queues = {(cq.topic, cq.queue_id): cq for cq in self._all_consume_queues()
                                      if cq.mfq.flush_would_change(0)}
+        least_pages = self.config.flush_consume_queue_least_pages
+        self.cq_flush_due = any(cq.mfq.flush_would_change(least_pages) for cq in self.dirty_consume_queues.values())
         self.services = [ReputMessageService(self, mono_ms)]
         if self.config.flush_disk_type != SYNC_FLUSH:
             self.services.append(FlushCommitLogService(self, mono_ms))
@@ -254,6 +257,8 @@ class DefaultMessageStore:
         cq = self.find_consume_queue(req.topic, req.queue_id)
         cq.put_message_position_info(req.commit_log_offset, req.msg_size, req.tags_code, req.consume_queue_offset)
         self.dirty_consume_queues[(req.topic, req.queue_id)] = cq
+        if not self.cq_flush_due and cq.mfq.flush_would_change(self.config.flush_consume_queue_least_pages):
+            self.cq_flush_due = True
         if self.unindexed_listeners and not _indexes(cq, req):
             unit = cq.get_unit(req.consume_queue_offset)
             for listener in self.unindexed_listeners:
@@ -492,11 +497,16 @@ class FlushConsumeQueueService(_FlushRounds):
         least_pages = 0 if thorough else store.config.flush_consume_queue_least_pages
         logics_ts = store.checkpoint.logics_msg_timestamp if thorough else 0
         dirty = store.dirty_consume_queues
+        light = store.config.flush_consume_queue_least_pages
+        due = False
         for key in sorted(dirty):
             cq = dirty[key]
             cq.flush(least_pages)
             if not cq.mfq.flush_would_change(0):
                 del dirty[key]
+            elif not due and cq.mfq.flush_would_change(light):
+                due = True
+        store.cq_flush_due = due
         if thorough:
             if logics_ts > 0:
                 store.checkpoint.logics_msg_timestamp = logics_ts
@@ -506,5 +516,6 @@ class FlushConsumeQueueService(_FlushRounds):
         store = self.store
         if thorough and not store.checkpoint.is_flushed():
             return True
-        least_pages = 0 if thorough else store.config.flush_consume_queue_least_pages
-        return any(cq.mfq.flush_would_change(least_pages) for cq in store.dirty_consume_queues.values())
+        if not thorough:
+            return store.cq_flush_due  # kept by every dispatch and every round: no scan of the dirty queues
+        return any(cq.mfq.flush_would_change(0) for cq in store.dirty_consume_queues.values())

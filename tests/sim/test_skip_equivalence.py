@@ -73,10 +73,3 @@ def test_every_builtin_skipping_equals_faithful(name):
 @pytest.mark.parametrize("name", ["graceful-restart", "power-failure-async-flush"])
 def test_era_4_builtins_skipping_equals_faithful(name):
     _same_history(load_builtin(name), era="4.9.8")
-
-
-@pytest.mark.slow
-def test_an_idle_broker_flushes_nothing_between_sparse_events():
-    """retry-ladder-to-dlq: hours of idle flush rounds are not stepped, and the history is the same."""
-    skipping, faithful = _same_history(load_builtin("retry-ladder-to-dlq"))
-    assert skipping.world.scheduler.steps < faithful.world.scheduler.steps * 0.6
