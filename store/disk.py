@@ -177,11 +177,14 @@ SECTOR_SIZE = 512
 class _MemFile:
     """One file: what the page cache holds (``data``) and what is on the platter (``durable``)."""
 
-    __slots__ = ("path", "data", "durable", "durable_size", "dirty_lo", "dirty_hi")
+    __slots__ = ("path", "data", "data_size", "durable", "durable_size", "dirty_lo", "dirty_hi")
 
     def __init__(self, path: str, size: int) -> None:
         self.path = path
-        self.data = bytearray(size)
+        # The file is ``data_size`` bytes long; ``data`` stores them up to the last byte ever written (zeros beyond),
+        # so a preallocated segment costs memory as it fills, not when it is created.
+        self.data = bytearray()
+        self.data_size = size
         # The platter holds ``durable_size`` bytes; ``durable`` stores only their prefix up to the last byte ever
         # flushed, the rest are zeros (a preallocated segment costs no memory until it is flushed).
         self.durable = bytearray()
@@ -195,15 +198,24 @@ class _MemFile:
 
     # The DiskFile interface (handles are the file objects themselves: no per-call look-up).
     def size(self) -> int:
-        return len(self.data)
+        return self.data_size
 
     def read(self, pos: int, length: int) -> bytes:
-        return bytes(self.data[pos : pos + length])
+        chunk = bytes(self.data[pos : pos + length])
+        want = min(pos + length, self.data_size) - pos
+        if len(chunk) < want:
+            return chunk + bytes(want - len(chunk))
+        return chunk
+
+    def content(self) -> bytes:
+        return self.read(0, self.data_size)
 
     def write(self, pos: int, data: bytes) -> None:
         end = pos + len(data)
         if end > len(self.data):
             self.data.extend(bytes(end - len(self.data)))
+            if end > self.data_size:
+                self.data_size = end
         self.data[pos:end] = data
         if self.dirty_lo < 0:
             self.dirty_lo, self.dirty_hi = pos, end
@@ -216,9 +228,9 @@ class _MemFile:
     def flush(self) -> None:
         if self.dirty_lo < 0:
             return
-        if self.durable_size != len(self.data):
+        if self.durable_size != self.data_size:
             self.durable = bytearray(self.data)
-            self.durable_size = len(self.data)
+            self.durable_size = self.data_size
         else:
             lo, hi = self.dirty_lo, self.dirty_hi
             if len(self.durable) < hi:
@@ -244,6 +256,7 @@ class _MemFile:
             survived.extend(bytes(lo + torn - len(survived)))
         survived[lo : lo + torn] = self.data[lo : lo + torn]
         self.data = survived
+        self.data_size = len(survived)
         self.durable = bytearray(survived)
         self.durable_size = len(survived)
         self.dirty_lo = self.dirty_hi = -1
@@ -288,11 +301,11 @@ class MemoryDisk:
         return f
 
     def file_size(self, path: str) -> int:
-        return len(self._files[path].data)
+        return self._files[path].data_size
 
     def read_file(self, path: str) -> bytes | None:
         f = self._files.get(path)
-        return None if f is None else bytes(f.data)
+        return None if f is None else f.content()
 
     def write_file(self, path: str, data: bytes, fsync: bool = False) -> None:
         self.makedirs(parent_of(path))
@@ -301,6 +314,7 @@ class MemoryDisk:
             f = self._files[path] = _MemFile(path, 0)
         # Truncation reaches the disk at once (metadata); the new content only with a flush.
         f.data = bytearray()
+        f.data_size = 0
         del f.durable[:]
         f.durable_size = 0
         f.dirty_lo = f.dirty_hi = -1
@@ -328,7 +342,7 @@ class MemoryDisk:
 
     def snapshot(self, skip_prefix: str = "") -> dict[str, bytes]:
         """A copy of every file (page-cache view) not under ``skip_prefix``: an operator's store backup."""
-        return {p: bytes(f.data) for p, f in sorted(self._files.items()) if not (skip_prefix and p.startswith(skip_prefix))}
+        return {p: f.content() for p, f in sorted(self._files.items()) if not (skip_prefix and p.startswith(skip_prefix))}
 
     def restore(self, snapshot: dict[str, bytes], skip_prefix: str = "") -> None:
         """Put a snapshot back (files not in it are deleted), leaving ``skip_prefix`` files as they are now."""
@@ -338,6 +352,7 @@ class MemoryDisk:
         for path, data in snapshot.items():
             f = _MemFile(path, 0)
             f.data = bytearray(data)
+            f.data_size = len(data)
             f.durable = bytearray(data)
             f.durable_size = len(data)
             self.makedirs(parent_of(path))
@@ -372,4 +387,4 @@ class MemoryDisk:
             real = os.path.join(os_root, *p.split("/"))
             os.makedirs(os.path.dirname(real), exist_ok=True)
             with open(real, "wb") as out:
-                out.write(self._files[p].data)
+                out.write(self._files[p].content())
