@@ -142,13 +142,19 @@ class World:
         if not self.faithful_polling:
             for service in broker.message_store.services[1:]:  # the flush rounds
                 service.idle_skip = True
+            # consumerOffset.json's 5 s persist, while it would rewrite the same bytes and no crash waits at it.
+            offsets, site = broker.consumer_offset_manager, "persist." + broker.consumer_offset_manager.file_name
+            broker.offset_persist_service.idle_skip = True
+            broker.offset_persist_service.idle = lambda: (offsets.persist_is_noop()
+                                                          and site not in self.faults.armed_crash_sites)
         self.broker = broker
         self._add_broker_services(broker)
 
     def _add_broker_services(self, broker: BrokerController) -> None:
         """The broker's services under finer owners, so that a touch re-arms only what it can affect:
         ``broker.reput`` (poked by puts), ``broker.level.N`` (poked by dispatch into level N's queue),
-        ``broker.flush`` and ``broker.persist`` (their own steps only), ``broker.timer`` (timer-topic arrivals),
+        ``broker.flush`` (writes), ``broker.persist`` (committed offsets, armed crashes), ``broker.timer`` (timer-topic
+        arrivals),
         and ``broker`` for the rest (poked by client requests). Ranks keep the broker's service order."""
         ranked = {id(svc): RANK_BROKER + i for i, svc in enumerate(broker.all_services)}
         reput = broker.message_store.services[0]
@@ -183,6 +189,7 @@ class World:
         """A request reached the broker: what it may change (a put, a held pull) is re-armed."""
         self.scheduler.touch("broker")
         self.scheduler.touch("broker.flush")
+        self.scheduler.touch("broker.persist")  # a committed offset
 
     def _on_arriving(self, topic: str, queue_id: int, _next_offset: int) -> None:
         self.scheduler.touch("broker.flush")  # a consume-queue unit and the checkpoint's logics timestamp
@@ -313,6 +320,7 @@ class World:
         elif kind == "arm":
             self.faults.armed_crash_sites.append(arg)
             self.record("fault", site=arg, action="armed")
+            self.scheduler.touch("broker.persist")
         elif kind == "consumer_crash":
             self._crash_consumer(arg)
         elif kind == "snapshot":
