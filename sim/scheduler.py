@@ -52,6 +52,7 @@ class Scheduler:
         self._seq = 0
         self._wakes: set[int] = set()  # milliseconds with a SimPy wake event pending (membership only)
         self._rank: int | None = None  # rank of the service stepping now (None outside a step)
+        self.links: dict[str, str] = {}  # owner -> another owner its steps may affect (touched with it)
         self.steps = 0
         self.arms = 0
         self.before_step: Callable[[int], None] | None = None
@@ -147,5 +148,8 @@ class Scheduler:
         except BrokerCrash as crash:
             self.on_broker_crash(crash)
         self.touch(slot.owner)
+        linked = self.links.get(slot.owner)
+        if linked is not None:
+            self.touch(linked)
         self.flush_touched()
         self._rank = None

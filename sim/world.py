@@ -14,6 +14,7 @@ from store.client.api import RemotingError
 from store.client.errors import MQClientException
 from store.client.producer import DefaultMQProducer
 from store.client.push_consumer import DefaultMQPushConsumer
+from store.client.rebalance_service import RebalanceService
 from store.config import BrokerConfig, MessageStoreConfig
 from store.consume_queue import CQ_STORE_UNIT_SIZE
 from store.disk import MemoryDisk
@@ -33,6 +34,7 @@ from .workload import ConsumeExecutor, ProducerActor
 RANK_FAULTS, RANK_BROKER, RANK_NETWORK, RANK_PRODUCERS, RANK_CONSUMERS, RANK_OS = 0, 100, 1000, 2000, 3000, 9000
 WRITEBACK_INTERVAL_MS, DIRTY_EXPIRE_MS = 5000, 30_000  # Linux: dirty_writeback / dirty_expire_centisecs
 DLQ_PREFIX = "%DLQ%"
+TIMED_SUFFIX = "/timed"  # a consumer's timed services (their own scheduling owner)
 
 
 def store_config_of(scenario: Scenario, era: str | None = None) -> MessageStoreConfig:
@@ -242,6 +244,7 @@ class World:
             if consumer.consumer_group == group:
                 consumer.rebalance_immediately()
                 self.scheduler.touch(owner)
+                self.scheduler.touch(owner + TIMED_SUFFIX)
 
     def broker_crashed(self, crash: BrokerCrash) -> None:
         self.crash_broker("process", site=crash.site)
@@ -344,6 +347,7 @@ class World:
         consumer.crash()
         executor.clear()
         self.scheduler.remove_owner(owner)
+        self.scheduler.remove_owner(owner + TIMED_SUFFIX)
         if self.broker is not None:
             try:
                 SimNetwork(self, owner).unregister_client(consumer.client_id, consumer.consumer_group)
@@ -431,7 +435,13 @@ class World:
         except MQClientException as error:
             self.record("restart", target=owner, ok=False, error=str(error))
             return
-        self.scheduler.add_owner(owner, [*consumer.services, executor], rank)
+        # The client's timed services (rebalance, offset persist, expiry, heartbeat) under their own owner: a pull
+        # answer or a consume result does not move their wake-ups, while their steps may feed the pull service.
+        ranked = [(svc, rank + i) for i, svc in enumerate([*consumer.services, executor])]
+        timed = [(svc, r) for svc, r in ranked if isinstance(svc, (PeriodicService, RebalanceService))]
+        self.scheduler.add_ranked(owner + TIMED_SUFFIX, timed)
+        self.scheduler.links[owner + TIMED_SUFFIX] = owner
+        self.scheduler.add_ranked(owner, [(svc, r) for svc, r in ranked if (svc, r) not in timed])
 
     def _client_event(self, owner: str, kind: str, fields: dict) -> None:
         self.record(kind, **fields)
