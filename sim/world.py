@@ -73,7 +73,7 @@ class World:
             flush_consumer_offset_interval_ms=scenario.broker.flush_consumer_offset_interval_ms,
         )
         self.scheduler = Scheduler(self.env, self.broker_crashed)
-        self.scheduler.before_step = lambda _now: self.sync_broker_mono()
+        self.scheduler.before_step = self._before_step
         self.faults = SimFaults(self, scenario.faults, self.rngs.stream("faults"))
         self.broker: BrokerController | None = None
         self.broker_generation = 0
@@ -100,6 +100,11 @@ class World:
     def sync_broker_mono(self) -> None:
         if self.broker is not None:
             self.broker.set_mono(self.now_mono())
+
+    def _before_step(self, now_mono: int) -> None:
+        broker = self.broker
+        if broker is not None:
+            broker.set_mono(now_mono)
 
     def clients_mono(self, owner: str) -> None:
         entry = self.consumers.get(owner)
