@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench java clean
+.PHONY: demo test test-slow test-cluster lint bench java clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -18,8 +18,15 @@ java:
 demo: $(STAMP) java
 	$(BIN)/python -m scenarios.demo
 
+# Test tiers (markers in pyproject.toml): the default tier, then the long sweeps, then a real Spark cluster.
 test: $(STAMP) java
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -m "not slow and not cluster"
+
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -m "slow and not cluster"
+
+test-cluster: $(STAMP)
+	$(BIN)/python -m pytest -m cluster
 
 lint: $(STAMP)
 	$(BIN)/ruff check store sim model scenarios reports tests

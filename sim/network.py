@@ -56,7 +56,7 @@ class SimNetwork:
         broker = self.world.broker
         if broker is None:
             raise RemotingError("connect to broker-a failed: the broker is down", fault_site=self.world.down_site)
-        self.world.scheduler.touch("broker")
+        self.world.on_client_request()
         self.world.sync_broker_mono()
         return broker
 

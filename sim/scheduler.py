@@ -1,17 +1,22 @@
 """Drives sans-IO services on SimPy's clock, in an order that does not depend on history.
 
-Every service gets a *rank*; its wake-ups are SimPy events scheduled with that rank as their
-priority, so events at the same millisecond run in rank order, whatever was scheduled first.
-That makes "sleep until the next wake-up" and "poll every 100 ms" give the same history: an idle
-poll changes nothing, and a real step happens at the same (time, rank) in both.
+Every service gets a *rank*; its wake-ups run in (time, rank, arming order), so wake-ups in the
+same millisecond run in rank order, whatever was scheduled first. That makes "sleep until the
+next wake-up" and "poll every 100 ms" give the same history: an idle poll changes nothing, and a
+real step happens at the same (time, rank) in both.
 
-Services belong to *owners* (the broker, a consumer instance, ...). After a step, the services
-of every owner marked as touched are asked for their next wake-up again; a wake-up earlier than
-the armed one arms a new event, and a stale event is ignored when it fires.
+Services belong to *owners* (the broker's flushers, a consumer instance, ...). After a step, the
+services of every owner marked as touched are asked for their next wake-up again; a wake-up
+earlier than the armed one is pushed on one heap of (time, rank, seq, slot, token), and a stale
+entry (its token superseded, or its owner removed) is dropped when it reaches the top. SimPy sees
+one wake event per distinct due millisecond, not one per service; within that millisecond the
+heap is drained in order, as SimPy itself would have ordered one event per service (no other
+SimPy event is scheduled while services step).
 """
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable
 
 import simpy
@@ -19,12 +24,16 @@ from simpy.events import Event
 
 from store.faults import BrokerCrash
 
+WAKE_PRIORITY = 10  # after SimPy's own URGENT/NORMAL events at the same time (the run's phase timeout)
+
 
 class _Slot:
-    __slots__ = ("service", "owner", "rank", "armed_at", "token", "alive")
+    __slots__ = ("service", "owner", "rank", "armed_at", "token", "alive", "catch_up")
 
     def __init__(self, service, owner: str, rank: int) -> None:
         self.service = service
+        # Services that skip provably idle rounds account them when asked again: catch_up(now, turn_passed).
+        self.catch_up = getattr(service, "catch_up", None)
         self.owner = owner
         self.rank = rank
         self.armed_at: int | None = None
@@ -39,7 +48,13 @@ class Scheduler:
         self.owners: dict[str, list[_Slot]] = {}
         self._touched: list[str] = []
         self._touched_set: set[str] = set()
+        self._heap: list[tuple[int, int, int, _Slot, int]] = []
+        self._seq = 0
+        self._wakes: set[int] = set()  # milliseconds with a SimPy wake event pending (membership only)
+        self._rank: int | None = None  # rank of the service stepping now (None outside a step)
+        self.links: dict[str, str] = {}  # owner -> another owner its steps may affect (touched with it)
         self.steps = 0
+        self.arms = 0
         self.before_step: Callable[[int], None] | None = None
 
     def add_owner(self, owner: str, services: list, base_rank: int) -> None:
@@ -63,40 +78,79 @@ class Scheduler:
             self._touched.append(owner)
 
     def flush_touched(self) -> None:
-        while self._touched:
-            owner = self._touched.pop(0)
-            self._touched_set.discard(owner)
-            for slot in self.owners.get(owner, ()):
-                self._arm(slot)
+        touched = self._touched
+        if not touched:
+            return
+        now = int(self.env.now)
+        owners = self.owners
+        i = 0
+        while i < len(touched):  # an _arm may not touch, but keep the loop honest if one does
+            for slot in owners.get(touched[i], ()):
+                self._arm(slot, now)
+            i += 1
+        touched.clear()
+        self._touched_set.clear()
 
-    def _arm(self, slot: _Slot) -> None:
+    def _arm(self, slot: _Slot, now: int) -> None:
+        if slot.armed_at is not None and slot.armed_at <= now:
+            return  # armed for this millisecond: no answer can be earlier
+        if slot.catch_up is not None:
+            # Its round at ``now`` already had its turn (and was skipped) if it ranks before the stepping service.
+            slot.catch_up(now, self._rank is not None and slot.rank < self._rank)
         at = slot.service.next_wakeup_ms()
         if at is None:
             return
-        now = int(self.env.now)
         if at < now:
             at = now
         if slot.armed_at is not None and slot.armed_at <= at:
             return
+        self.arms += 1
         slot.armed_at = at
         slot.token += 1
+        self._seq += 1
+        heapq.heappush(self._heap, (at, slot.rank, self._seq, slot, slot.token))
+        if at not in self._wakes:
+            self._wake_at(at, now)
+
+    def _wake_at(self, at: int, now: int) -> None:
+        self._wakes.add(at)
         event = Event(self.env)
         event._ok = True
-        event._value = None
-        event.callbacks.append(lambda _e, s=slot, tok=slot.token: self._fire(s, tok))
-        self.env.schedule(event, priority=10 + slot.rank, delay=at - now)
+        event._value = at
+        event.callbacks.append(self._on_wake)
+        self.env.schedule(event, priority=WAKE_PRIORITY, delay=at - now)
 
-    def _fire(self, slot: _Slot, token: int) -> None:
-        if not slot.alive or token != slot.token:
-            return
+    def _on_wake(self, event: Event) -> None:
+        at = event._value
+        self._wakes.discard(at)
+        heap = self._heap
+        while heap and heap[0][0] <= at:
+            _, _, _, slot, token = heapq.heappop(heap)
+            if slot.alive and token == slot.token:
+                self._fire(slot, at)
+        # A wake event for the next due millisecond (entries may be stale: they cost one pop there).
+        while heap:
+            top = heap[0]
+            slot = top[3]
+            if slot.alive and top[4] == slot.token:
+                if top[0] not in self._wakes:
+                    self._wake_at(top[0], at)
+                return
+            heapq.heappop(heap)
+
+    def _fire(self, slot: _Slot, now: int) -> None:
         slot.armed_at = None
-        now = int(self.env.now)
         if self.before_step is not None:
             self.before_step(now)
         self.steps += 1
+        self._rank = slot.rank
         try:
             slot.service.step(now)
         except BrokerCrash as crash:
             self.on_broker_crash(crash)
         self.touch(slot.owner)
+        linked = self.links.get(slot.owner)
+        if linked is not None:
+            self.touch(linked)
         self.flush_touched()
+        self._rank = None

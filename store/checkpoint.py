@@ -26,19 +26,21 @@ class StoreCheckpoint:
             self.master_flushed_offset,
             self.confirm_phy_offset,
         ) = _FIELDS.unpack(raw)
+        self._flushed_fields = raw[: _FIELDS.size]  # what the last flush (or the load) left on disk
+
+    def _packed(self) -> bytes:
+        return _FIELDS.pack(self.physic_msg_timestamp, self.logics_msg_timestamp, self.index_msg_timestamp,
+                            self.master_flushed_offset, self.confirm_phy_offset)
+
+    def is_flushed(self) -> bool:
+        """True when ``flush`` would write the bytes already on disk (a driver may skip that round)."""
+        return self._packed() == self._flushed_fields
 
     def flush(self) -> None:
-        self.handle.write(
-            0,
-            _FIELDS.pack(
-                self.physic_msg_timestamp,
-                self.logics_msg_timestamp,
-                self.index_msg_timestamp,
-                self.master_flushed_offset,
-                self.confirm_phy_offset,
-            ),
-        )
+        packed = self._packed()
+        self.handle.write(0, packed)
         self.handle.flush()
+        self._flushed_fields = packed
 
     def get_min_timestamp(self) -> int:
         return max(0, min(self.physic_msg_timestamp, self.logics_msg_timestamp) - CHECKPOINT_MARGIN_MS)

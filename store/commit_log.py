@@ -159,6 +159,16 @@ class CommitLog:
             self.checkpoint.physic_msg_timestamp = self.mfq.store_timestamp
         return unchanged
 
+    def flush_would_change(self, least_pages: int) -> bool:
+        """Whether ``flush(least_pages)`` would change the log or the checkpoint's physic timestamp (mirrors it)."""
+        if self.mfq.flush_would_change(least_pages):
+            return True
+        mf = self.mfq.find_mapped_file_by_offset(self.mfq.flushed_where)
+        if mf is None and self.mfq.flushed_where == 0:
+            mf = self.mfq.get_first_mapped_file()
+        timestamp = mf.store_timestamp if mf is not None else self.mfq.store_timestamp
+        return timestamp > 0 and self.checkpoint.physic_msg_timestamp != timestamp
+
     # --- recovery ------------------------------------------------------------------------
     def recover_normally(self, max_phy_offset_of_cq: int, dispatch: Callable[[codec.DispatchRequest], None],
                          truncate_logic: Callable[[int], None], destroy_logics: Callable[[], None]) -> None:

@@ -79,6 +79,12 @@ class ConfigManager(ABC):
         self.load_events: list[str] = []
         self.persist_errors: list[str] = []
         self.persist_listeners: list[Callable[[str], None]] = []  # told the file name after each persist
+        # A driver's choice for runs that cannot lose power: a persist that would leave the main file and its
+        # .bak byte-identical to what they hold is skipped (no write, no listener). Rewriting identical bytes
+        # matters only to a power failure, which may tear the rewritten file.
+        self.skip_identical_persist = False
+        self._written: tuple[bytes | None, bytes] | None = None  # (.bak, main) as this manager's last write left them
+        self._written_token: object | None = None  # content_token() of the main file's bytes
 
     @property
     def file_name(self) -> str:
@@ -88,6 +94,15 @@ class ConfigManager(ABC):
     @abstractmethod
     def encode(self, pretty: bool = True) -> str | None:
         """The file content; None means: write nothing."""
+
+    def content_token(self) -> object | None:
+        """A cheap value that changes whenever ``encode`` would; None: unknown (a persist is never known idle)."""
+        return None
+
+    def persist_is_noop(self) -> bool:
+        """True when ``persist`` would skip (identical bytes, see ``skip_identical_persist``) without encoding."""
+        return (self.skip_identical_persist and self._written is not None and self._written[0] == self._written[1]
+                and self._written_token is not None and self.content_token() == self._written_token)
 
     @abstractmethod
     def decode(self, text: str) -> None:
@@ -150,6 +165,7 @@ class ConfigManager(ABC):
 
         The fault site ``persist.<file name>`` is asked before anything is written: CRASH raises
         BrokerCrash, FAIL plays an IOException (nothing written, the error swallowed)."""
+        token = self.content_token()
         text = self.encode(True)
         if text is None:
             return
@@ -157,6 +173,9 @@ class ConfigManager(ABC):
             self._persist_failed("injected I/O error", SITE_PERSIST_PREFIX + self.file_name)
             return
         data = text.encode("utf-8")
+        if self.skip_identical_persist and self._written == (data, data):
+            self._written_token = token
+            return
         try:
             if self.persist_mode == PERSIST_DEVELOP:
                 path = self.config_file_path
@@ -166,8 +185,12 @@ class ConfigManager(ABC):
             else:
                 string2file(self.disk, self.config_file_path, data, self.persist_mode)
         except OSError as error:
+            self._written = self._written_token = None
             self._persist_failed(str(error))
             return
+        # Every era's write leaves the previous main file as .bak.
+        self._written = (self._written[1] if self._written is not None else None, data)
+        self._written_token = token
         for listener in self.persist_listeners:
             listener(self.file_name)
 

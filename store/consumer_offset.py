@@ -132,6 +132,12 @@ class ConsumerOffsetManager(ConfigManager):
                 self.log(f"clean group offset {key}")
 
     # --- ConfigManager ---------------------------------------------------------------------
+    def content_token(self) -> object:
+        """Everything ``encode`` reads, without the JSON: the table in its order, the version, the shape."""
+        v = self.data_version
+        return (self.json_shape, v.timestamp_ms, v.counter, v.state_version,
+                tuple((key, tuple(queues.items())) for key, queues in self.offset_table.items()))
+
     def encode(self, pretty: bool = True) -> str:
         """Queue ids ascending (a ConcurrentHashMap of small Integers iterates so); keys in table order."""
         table = {key: {qid: queues[qid] for qid in sorted(queues)} for key, queues in self.offset_table.items()}

@@ -220,6 +220,10 @@ class _MemFile:
         """The whole file, zeros included."""
         return self.read(0, self.length)
 
+    def durable_bytes(self) -> bytes:
+        """What the platter holds (the page cache aside), zeros included."""
+        return bytes(self.durable[: self.durable_length]) + bytes(max(0, self.durable_length - len(self.durable)))
+
     def write(self, pos: int, data: bytes) -> None:
         end = pos + len(data)
         if end > self.length:

@@ -165,6 +165,18 @@ class MappedFileQueue:
             if self.flush(0):
                 break
 
+    def flush_would_change(self, least_pages: int) -> bool:
+        """Whether ``flush(least_pages)`` would change anything (bytes, positions, the timestamp it keeps).
+
+        Mirrors ``flush``: a driver uses it to skip flush rounds that are provably no-ops."""
+        mf = self.find_mapped_file_by_offset(self.flushed_where)
+        if mf is None:
+            mf = self.get_first_mapped_file() if self.flushed_where == 0 else None
+            if mf is None:
+                return False
+        return (mf.is_able_to_flush(least_pages) or self.store_timestamp != mf.store_timestamp
+                or mf.file_from_offset + mf.flushed_position != self.flushed_where)
+
     # --- truncation ----------------------------------------------------------------------
     def truncate_dirty_files(self, offset: int) -> None:
         """Cut the queue at ``offset``: later files are deleted, bytes beyond stay unzeroed."""

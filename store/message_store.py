@@ -98,6 +98,9 @@ class DefaultMessageStore:
         self.writeable = True
         self.reput_from_offset = 0
         self.services: list = []
+        # Consume queues written since their last complete flush, by (topic, queue id): what a flush round visits.
+        self.dirty_consume_queues: dict[tuple[str, int], ConsumeQueue] = {}
+        self.cq_flush_due = False  # some dirty queue has enough for a light (non-thorough) flush round
 
     # --- lifecycle -----------------------------------------------------------------------
     def load(self) -> bool:
@@ -177,6 +180,10 @@ class DefaultMessageStore:
         self._recover_topic_queue_table()
         self.disk.write_file(ABORT_FILE, b"")
         self.shutdown_flag = False
+        self.dirty_consume_queues = {(cq.topic, cq.queue_id): cq for cq in self._all_consume_queues()
+                                     if cq.mfq.flush_would_change(0)}
+        least_pages = self.config.flush_consume_queue_least_pages
+        self.cq_flush_due = any(cq.mfq.flush_would_change(least_pages) for cq in self.dirty_consume_queues.values())
         self.services = [ReputMessageService(self, mono_ms)]
         if self.config.flush_disk_type != SYNC_FLUSH:
             self.services.append(FlushCommitLogService(self, mono_ms))
@@ -258,6 +265,9 @@ class DefaultMessageStore:
             return
         cq = self.find_consume_queue(req.topic, req.queue_id)
         cq.put_message_position_info(req.commit_log_offset, req.msg_size, req.tags_code, req.consume_queue_offset)
+        self.dirty_consume_queues[(req.topic, req.queue_id)] = cq
+        if not self.cq_flush_due and cq.mfq.flush_would_change(self.config.flush_consume_queue_least_pages):
+            self.cq_flush_due = True
         if self.unindexed_listeners and not _indexes(cq, req):
             unit = cq.get_unit(req.consume_queue_offset)
             for listener in self.unindexed_listeners:
@@ -404,46 +414,117 @@ class ReputMessageService:
         self.store.do_reput()
 
 
-class FlushCommitLogService(PeriodicService):
+class _FlushRounds(PeriodicService):
+    """A flush thread's rounds: every ``interval_ms`` a light flush, a thorough one when ``thorough_ms`` passed.
+
+    With ``idle_skip`` (a driver's choice) rounds that provably change nothing are not stepped: the
+    driver calls ``catch_up`` before asking for the next wake-up, which accounts the skipped rounds
+    (the grid and the thorough-round clock move as if they had run), and ``next_wakeup_ms`` names
+    the first round that would change something (None: none until something is written)."""
+
+    def __init__(self, name: str, store: DefaultMessageStore, interval_ms: int, thorough_ms: int,
+                 mono_ms: int) -> None:
+        super().__init__(name, self._round, interval_ms, interval_ms, mono_ms)
+        self.store = store
+        self.thorough_ms = thorough_ms
+        self._last_thorough_ms = mono_ms
+        self._thorough_every = max(1, -(-thorough_ms // interval_ms))  # rounds between thorough ones
+        self.idle_skip = False
+        self._due_ms = -1  # a round known to change something (writes only add to that until it runs)
+
+    def _round(self, mono_ms: int) -> None:
+        thorough = mono_ms >= self._last_thorough_ms + self.thorough_ms
+        if thorough:
+            self._last_thorough_ms = mono_ms
+        self.flush_round(mono_ms, thorough)
+
+    def flush_round(self, mono_ms: int, thorough: bool) -> None:
+        raise NotImplementedError
+
+    def would_change(self, thorough: bool) -> bool:
+        raise NotImplementedError
+
+    def catch_up(self, mono_ms: int, turn_passed: bool) -> None:
+        """Rounds before ``mono_ms`` (and at it, once its turn passed) were skipped as no-ops: account them."""
+        if not self.idle_skip:
+            return
+        first, interval = self._next_ms, self.interval_ms
+        limit = mono_ms + 1 if turn_passed else mono_ms
+        if first >= limit:
+            return
+        skipped = -(-(limit - first) // interval)
+        j0 = max(0, -(-(self._last_thorough_ms + self.thorough_ms - first) // interval))
+        if j0 < skipped:
+            self._last_thorough_ms = first + (j0 + (skipped - 1 - j0) // self._thorough_every
+                                              * self._thorough_every) * interval
+        self._next_ms = first + skipped * interval
+
+    def next_wakeup_ms(self) -> int | None:
+        if not self.idle_skip or self._due_ms == self._next_ms:
+            return self._next_ms
+        if self.would_change(False):
+            self._due_ms = self._next_ms
+            return self._next_ms
+        if not self.would_change(True):
+            return None
+        first, target = self._next_ms, self._last_thorough_ms + self.thorough_ms
+        return first if first >= target else first + -(-(target - first) // self.interval_ms) * self.interval_ms
+
+    def step(self, mono_ms: int) -> None:
+        self.catch_up(mono_ms, False)
+        super().step(mono_ms)
+
+
+class FlushCommitLogService(_FlushRounds):
     """FlushRealTimeService: every 500 ms flush >= 4 dirty pages, every 10 s whatever is dirty."""
 
     def __init__(self, store: DefaultMessageStore, mono_ms: int) -> None:
         cfg = store.config
-        super().__init__("flush-commitlog", self._flush, cfg.flush_interval_commit_log_ms,
-                         cfg.flush_interval_commit_log_ms, mono_ms)
-        self.store = store
-        self._last_thorough_ms = mono_ms
+        super().__init__("flush-commitlog", store, cfg.flush_interval_commit_log_ms,
+                         cfg.flush_commit_log_thorough_interval_ms, mono_ms)
 
-    def _flush(self, mono_ms: int) -> None:
-        cfg = self.store.config
-        least_pages = cfg.flush_commit_log_least_pages
-        if mono_ms >= self._last_thorough_ms + cfg.flush_commit_log_thorough_interval_ms:
-            self._last_thorough_ms = mono_ms
-            least_pages = 0
-        self.store.commit_log.flush(least_pages)
+    def flush_round(self, mono_ms: int, thorough: bool) -> None:
+        self.store.commit_log.flush(0 if thorough else self.store.config.flush_commit_log_least_pages)
+
+    def would_change(self, thorough: bool) -> bool:
+        return self.store.commit_log.flush_would_change(0 if thorough else self.store.config.flush_commit_log_least_pages)
 
 
-class FlushConsumeQueueService(PeriodicService):
-    """Every second flush >= 2 dirty pages per queue; every 60 s all of it plus the checkpoint."""
+class FlushConsumeQueueService(_FlushRounds):
+    """Every second flush >= 2 dirty pages per queue; every 60 s all of it plus the checkpoint.
+
+    Only the queues written since they were last fully flushed are visited (``dirty_consume_queues``):
+    a flush of any other queue is a no-op."""
 
     def __init__(self, store: DefaultMessageStore, mono_ms: int) -> None:
         cfg = store.config
-        super().__init__("flush-consumequeue", self._flush, cfg.flush_interval_consume_queue_ms,
-                         cfg.flush_interval_consume_queue_ms, mono_ms)
-        self.store = store
-        self._last_thorough_ms = mono_ms
+        super().__init__("flush-consumequeue", store, cfg.flush_interval_consume_queue_ms,
+                         cfg.flush_consume_queue_thorough_interval_ms, mono_ms)
 
-    def _flush(self, mono_ms: int) -> None:
-        cfg = self.store.config
-        least_pages = cfg.flush_consume_queue_least_pages
-        logics_ts = 0
-        if mono_ms >= self._last_thorough_ms + cfg.flush_consume_queue_thorough_interval_ms:
-            self._last_thorough_ms = mono_ms
-            least_pages = 0
-            logics_ts = self.store.checkpoint.logics_msg_timestamp
-        for cq in self.store._all_consume_queues():
+    def flush_round(self, mono_ms: int, thorough: bool) -> None:
+        store = self.store
+        least_pages = 0 if thorough else store.config.flush_consume_queue_least_pages
+        logics_ts = store.checkpoint.logics_msg_timestamp if thorough else 0
+        dirty = store.dirty_consume_queues
+        light = store.config.flush_consume_queue_least_pages
+        due = False
+        for key in sorted(dirty):
+            cq = dirty[key]
             cq.flush(least_pages)
-        if least_pages == 0:
+            if not cq.mfq.flush_would_change(0):
+                del dirty[key]
+            elif not due and cq.mfq.flush_would_change(light):
+                due = True
+        store.cq_flush_due = due
+        if thorough:
             if logics_ts > 0:
-                self.store.checkpoint.logics_msg_timestamp = logics_ts
-            self.store.checkpoint.flush()
+                store.checkpoint.logics_msg_timestamp = logics_ts
+            store.checkpoint.flush()
+
+    def would_change(self, thorough: bool) -> bool:
+        store = self.store
+        if thorough and not store.checkpoint.is_flushed():
+            return True
+        if not thorough:
+            return store.cq_flush_due  # kept by every dispatch and every round: no scan of the dirty queues
+        return any(cq.mfq.flush_would_change(0) for cq in store.dirty_consume_queues.values())

@@ -31,11 +31,26 @@ class PeriodicService:
         self.task = task
         self.interval_ms = interval_ms
         self._next_ms = start_ms + first_delay_ms
+        # A driver may skip rounds that provably do nothing: with ``idle_skip`` and an ``idle`` predicate that
+        # holds, no wake-up is named; ``catch_up`` then moves the grid over the skipped rounds.
+        self.idle_skip = False
+        self.idle: Callable[[], bool] | None = None
+
+    def catch_up(self, mono_ms: int, turn_passed: bool) -> None:
+        """Rounds before ``mono_ms`` (and at it, once its turn passed) were skipped as no-ops: move the grid."""
+        if not self.idle_skip:
+            return
+        limit = mono_ms + 1 if turn_passed else mono_ms
+        if self._next_ms < limit:
+            self._next_ms += -(-(limit - self._next_ms) // self.interval_ms) * self.interval_ms
 
     def next_wakeup_ms(self) -> int | None:
+        if self.idle_skip and self.idle is not None and self.idle():
+            return None
         return self._next_ms
 
     def step(self, mono_ms: int) -> None:
+        self.catch_up(mono_ms, False)
         if mono_ms < self._next_ms:
             return
         self._next_ms = mono_ms + self.interval_ms

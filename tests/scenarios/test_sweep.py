@@ -152,6 +152,7 @@ def spark():
     session.stop()
 
 
+@pytest.mark.spark
 def test_local_sweep_writes_rows_cells_and_marginals(spark, tmp_path):
     def fake_verdicts(history, world):  # defined here so that Spark ships it by value to the workers
         """Even seeds violate no_loss: a checker whose answers the test knows."""
@@ -209,6 +210,7 @@ def test_batches_are_single_runs_for_small_sweeps_and_small_groups_for_large_one
     assert sw.plan_batches(1000, 2, batch_size=10) == (8, 10)
 
 
+@pytest.mark.spark
 def test_resume_computes_only_the_missing_rows(spark, tmp_path):
     log = tmp_path / "executions.log"
 
@@ -250,6 +252,7 @@ def test_resume_computes_only_the_missing_rows(spark, tmp_path):
         sw.run_sweep(sw.load_sweep_file(other), out, spark=spark, progress=False)
 
 
+@pytest.mark.spark
 def test_a_run_that_raises_is_an_error_row_not_a_failed_sweep(spark, tmp_path):
     def flaky(history, world):
         if world.seed == 2:
@@ -269,6 +272,7 @@ def test_a_run_that_raises_is_an_error_row_not_a_failed_sweep(spark, tmp_path):
     assert [r["seed"] for r in sw.example_rows(out)] == [2]
 
 
+@pytest.mark.spark
 def test_a_task_that_dies_is_an_error_row_and_is_recomputed_on_resume(spark, tmp_path):
     def dies_on_seed_2(history, world):
         if world.seed == 2:
@@ -319,6 +323,7 @@ def _stop(proc) -> None:
             proc.wait(timeout=10)
 
 
+@pytest.mark.cluster
 def test_the_same_sweep_runs_on_a_spark_standalone_cluster(tmp_path):
     spark_home = subprocess.run([os.path.join(os.path.dirname(sys.executable), "find_spark_home.py")],
                                 capture_output=True, text=True, check=True).stdout.strip()

@@ -342,3 +342,23 @@ def test_encode_returning_none_writes_nothing():
     disk = MemoryDisk()
     Nothing(disk, "config/x.json").persist()
     assert disk.listdir("") == []
+
+
+@pytest.mark.parametrize("mode", [PERSIST_5_3_3, PERSIST_4X, PERSIST_DEVELOP])
+def test_skipping_identical_persists_leaves_the_same_files(mode):
+    """A skipped persist is one that would rewrite main and .bak with the bytes they hold: the files agree
+    with a manager that writes every time, and only the rewrites are missing from the listener's calls."""
+    runs = {}
+    for skip in (False, True):
+        disk, told = MemoryDisk(), []
+        manager = ConsumerOffsetManager(disk, ManualClock(1_700_000_000_000), persist_mode=mode)
+        manager.skip_identical_persist = skip
+        manager.persist_listeners.append(told.append)
+        files = []
+        for offset in (1, 1, 1, 1, 2, 2, 2, 3):
+            manager.offset_table = {"T@G": {0: offset}}
+            manager.persist()
+            files.append((disk.read_file(manager.config_file_path), disk.read_file(manager.config_file_path + ".bak")))
+        runs[skip] = files, len(told)
+    assert runs[True][0] == runs[False][0]
+    assert runs[False][1] == 8 and runs[True][1] == 5  # 1 1 . . 2 2 . 3: the third and later same bytes are skipped

@@ -50,6 +50,7 @@ def run_ladder(h: BrokerHarness, max_reconsume_times: int = 16):
     raise AssertionError("no dead letter after 6 h")
 
 
+@pytest.mark.slow  # ~2 min: 6 virtual hours polled every 100 ms; the sim's retry-ladder-to-dlq covers it fast
 def test_the_retry_ladder_with_defaults_ends_in_the_dlq_after_17_140_s():
     h = BrokerHarness()
     attempts, dead, dead_at = run_ladder(h)
