@@ -403,6 +403,15 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_trace(args: argparse.Namespace) -> int:
+    from scenarios.trace import TraceInputError, run_trace
+
+    try:
+        return run_trace(args)
+    except TraceInputError as error:
+        raise UsageError(str(error)) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rmqsim",
@@ -430,6 +439,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="on a violation, shrink to a smaller scenario that fails the same invariant (DIR/shrunk.toml)")
     p.add_argument("--shrink-runs", type=int, default=60, metavar="N", help="run budget of --shrink (default 60)")
     p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser("trace", help="a message's journey through a run: hops, crashes, commits and flushes")
+    from scenarios.trace import add_arguments as add_trace_arguments
+
+    add_trace_arguments(p)
+    p.set_defaults(func=_cmd_trace)
 
     p = sub.add_parser("replay", help="re-run DIR/summary.json's run and verify the identical history hash")
     p.add_argument("dir", metavar="DIR")
