@@ -112,17 +112,49 @@ def run_sections(run_dir: str, plot_dir: str, level: int = 2, prefix: str = "") 
               "<b>Timeline.</b> One lane per message (the y label is its index in send order and its delay level). "
               "A bar is time spent waiting: blue in <code>SCHEDULE_TOPIC_XXXX</code> for its delay level, orange for "
               "a retry (re-sent with level 3 + reconsumeTimes through <code>%RETRY%group</code>), purple in the timer "
-              "wheel; ▸ marks the delivery back to the real topic, a green dot a successful consume, a red ✕ a failed "
+              "wheel; each stored copy is labelled with its level and reconsumeTimes (<code>L4 r2</code>), "
+              "<code>RETRY</code> or <code>DLQ</code>; ▸ marks the delivery back to the real topic, a green dot a successful consume, a red ✕ a failed "
               "one, a black square the copy in <code>%DLQ%group</code>. Vertical lines cross all lanes at crashes "
               "(red), restarts (green dashed), clock steps (purple dotted) and the start of the drain phase; red "
-              "ticks at the top are injected put failures. Time is virtual (the simulation's clock).")
+              "ticks at the top are injected put failures. Messages a violation names are always drawn, first, in red "
+              "(✗), and their journeys follow below. Time is virtual (the simulation's clock); the axis turns "
+              "logarithmic when the waits span seconds to hours.")
+    _violating_traces(head, events, summary, tag)
     head.plot(lateness, f"lateness of {name}",
               "<b>Delivery lateness per level.</b> For every scheduled delivery (delay level, retry or timer): the "
               "time the message was put back into its topic minus its due time (the scheduled copy's store time plus "
               "its delay), in milliseconds of the simulator's clock, as in summary.json and bounded_lateness. "
               "Without faults RocketMQ polls each level every 100 ms, so lateness stays within about 100 ms; a crash "
-              "before the delay offsets are flushed, a put failure or a clock step shows as outliers.")
+              "before the delay offsets are flushed, a put failure or a clock step shows as outliers.",
+              missing="No lateness plot: no scheduled message (delay level, retry or timer) was delivered in this run.")
     return [head], violated
+
+
+MAX_TRACES = 50
+
+
+def _violating_traces(head: Section, events: list[dict], summary: dict, tag: str) -> None:
+    """The journey (``rmqsim trace``) of each message a violation names, each under its own anchor."""
+    from model.journey import journey
+    from reports.trace_text import render
+
+    from .run_plots import violating_ids
+
+    ids = violating_ids(summary)
+    if not ids:
+        return
+    whys: dict[str, list[str]] = {}
+    for inv, result in (summary.get("invariants") or {}).items():
+        for violation in result.get("violations") or ():
+            whys.setdefault(violation.get("msg_id"), []).append(f"{inv}: {violation.get('explanation', '')}")
+    links = ", ".join(f'<a href="#{tag}-trace-{esc(m)}">{esc(m)}</a>' for m in ids[:MAX_TRACES])
+    head.text(f'<span class="bad">{len(ids)} violating message{"s" if len(ids) != 1 else ""}</span>, drawn first '
+              f"in the timeline (red lanes); their journeys, as <code>rmqsim trace DIR --violations</code> prints "
+              f"them: {links}" + (f" (first {MAX_TRACES} of {len(ids)})" if len(ids) > MAX_TRACES else "") + ".")
+    for msg_id in ids[:MAX_TRACES]:
+        text = render(msg_id, journey(events, msg_id), "; ".join(whys.get(msg_id, [])) or None)
+        head.body.append(f'<details id="{tag}-trace-{esc(msg_id)}"><summary>trace of <code>{esc(msg_id)}</code>'
+                         f"</summary><pre>{esc(text)}</pre></details>")
 
 
 # --- a sweep ---------------------------------------------------------------------------------------

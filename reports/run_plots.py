@@ -54,9 +54,27 @@ def _fault_times(events: list[dict]) -> list[int]:
             or (e["kind"] == "fault" and e.get("site") == "clock")]
 
 
-def select_lanes(lanes: list[Lane], events: list[dict], limit: int = MAX_LANES) -> tuple[list[Lane], str]:
-    """Up to ``limit`` messages: those with retries, duplicates, a DLQ, a failed send or in flight at a crash
-    first (two thirds of the lanes at most), then the earliest. Returns the lanes in send order and a note."""
+def violating_ids(summary: dict) -> list[str]:
+    """The messages the summary's invariant violations name, in summary order, each once."""
+    out: dict[str, None] = {}
+    for result in (summary.get("invariants") or {}).values():
+        for violation in result.get("violations") or ():
+            if violation.get("msg_id"):
+                out.setdefault(violation["msg_id"], None)
+    return list(out)
+
+
+def select_lanes(lanes: list[Lane], events: list[dict], limit: int = MAX_LANES,
+                 violating: list[str] | tuple = ()) -> tuple[list[Lane], str]:
+    """Every message a violation names, first and always (even beyond ``limit``); then up to ``limit`` in all:
+    those with retries, duplicates, a DLQ, a failed send or in flight at a crash first (two thirds of the lanes
+    at most), then the earliest, in send order. Returns the lanes and a note."""
+    bad = set(violating)
+    if bad:
+        first = [lane for lane in lanes if lane.msg_id in bad]
+        rest, why = select_lanes([lane for lane in lanes if lane.msg_id not in bad], events,
+                                 max(limit - len(first), 0))
+        return first + rest, f"{len(first)} violating message{'s' if len(first) != 1 else ''} first (red); of the others, {why}"
     if len(lanes) <= limit:
         return lanes, f"all {len(lanes)} message{'s' if len(lanes) != 1 else ''}"
     faults = _fault_times(events)
@@ -89,20 +107,39 @@ def _lane_label(lane: Lane) -> str:
     return f"#{lane.index} {kind}"
 
 
-def plot_timeline(events: list[dict], summary: dict, path: str, limit: int = MAX_LANES) -> str:
+def _log_axis(lanes: list[Lane], end_ms: int) -> bool:
+    """A log time axis when the waits span seconds to hours: a linear axis squeezes the short ones to nothing."""
+    waits = [e["t_ms"] for lane in lanes for e in lane.events if e["kind"] == "deliver"]
+    return end_ms >= 600_000 and bool(waits) and min(waits) * 100 < end_ms
+
+
+def plot_timeline(events: list[dict], summary: dict, path: str | None = None, limit: int = MAX_LANES,
+                  ax=None) -> str | list[Lane]:
     """Swimlanes, one per message: sent -> waiting in a schedule queue / the timer wheel -> delivered ->
-    consumed (or failed -> waiting for a retry -> ...) -> %DLQ%, with crashes and faults across all lanes."""
-    lanes, why = select_lanes(message_lanes(events), events, limit)
+    consumed (or failed -> waiting for a retry -> ...) -> %DLQ%, with crashes and faults across all lanes.
+    Each stored copy is labelled with its level and reconsumeTimes (``L3 r1``); messages a violation names are
+    drawn first, in red, with the invariant's name. With ``ax`` it draws there and returns the lanes drawn."""
+    violating = violating_ids(summary)
+    lanes, why = select_lanes(message_lanes(events), events, limit, violating)
     height = 2.9 + 0.24 * max(len(lanes), 3)
-    fig = figure(12, height)
-    ax = fig.add_subplot()
+    own_figure = ax is None
+    if own_figure:
+        fig = figure(12, height)
+        ax = fig.add_subplot()
+    else:
+        fig = ax.figure
     title = f"Message timeline of {summary.get('scenario', '?')} (seed {summary.get('seed', '?')})\n{why}"
     ax.set_title(title, loc="left")
     if not lanes:
         note(ax, "no message was sent in this run")
-        return save(fig, path)
+        return save(fig, path) if own_figure else lanes
     end_ms = max([e["t_ms"] for e in events] + [1])
-    unit, per = time_unit(end_ms)
+    log_axis = _log_axis(lanes, end_ms)
+    unit, per = ("s", 1000.0) if log_axis else time_unit(end_ms)
+    names = {}
+    for inv, result in (summary.get("invariants") or {}).items():
+        for violation in result.get("violations") or ():
+            names.setdefault(violation.get("msg_id"), inv)
     groups = sorted({e["group"] for lane in lanes for e in lane.events if e["kind"] == "consume"})
     shapes = dict(zip(groups, ["o", "s", "D", "^", "v", "P"], strict=False))
     used: set[str] = set()
@@ -122,6 +159,11 @@ def plot_timeline(events: list[dict], summary: dict, path: str, limit: int = MAX
                 ax.plot([t], [y], marker="|", color="black", markersize=9, zorder=4)
                 used.add("sent")
             elif kind == "store":
+                hop = _hop_label(e)
+                if hop:  # alternate above and below the lane: close hops (a log axis's long levels) stay legible
+                    above = sum(1 for x in lane.events if x["kind"] == "store" and x["seq"] < e["seq"] and _hop_label(x)) % 2
+                    ax.annotate(hop, (t, y), xytext=(2, 5 if above else -11), textcoords="offset points",
+                                fontsize=6.5, color=GREY, zorder=6)
                 if e["topic"] == SCHEDULE_TOPIC:
                     wait_start = t
                     wait_color = ORANGE if (e.get("reconsume_times") or 0) > 0 else BLUE
@@ -211,14 +253,49 @@ def plot_timeline(events: list[dict], summary: dict, path: str, limit: int = MAX
         ax.plot(put_fail_ts, [-0.9] * len(put_fail_ts), marker="|", color=RED, linestyle="none", markersize=8)
         legend.append(Line2D([], [], marker="|", color=RED, linestyle="none", markersize=8,
                              label=f"injected put / send-back failure ({len(put_fail_ts)}, any message)"))
-    ax.set_yticks(range(len(lanes)), [_lane_label(lane) for lane in lanes])
+    for y, lane in enumerate(lanes):
+        if lane.msg_id in names:
+            ax.axhspan(y - 0.45, y + 0.45, color=RED, alpha=0.08, zorder=0)
+            ax.annotate(f"VIOLATES {names[lane.msg_id]}", (1.0, y), xycoords=("axes fraction", "data"),
+                        xytext=(-4, 0), textcoords="offset points", ha="right", va="center", fontsize=7.5,
+                        color=RED, fontweight="bold", zorder=7)
+    ax.set_yticks(range(len(lanes)), [("✗ " if lane.msg_id in names else "") + _lane_label(lane) for lane in lanes])
+    for tick, lane in zip(ax.get_yticklabels(), lanes, strict=True):
+        if lane.msg_id in names:
+            tick.set_color(RED)
     ax.set_ylim(len(lanes) - 0.4, -1.4 if put_fail_ts else -0.6)
-    ax.set_xlim(-end_ms / per * 0.01, end_ms / per * 1.01)
-    ax.set_xlabel(f"virtual time since the run started ({unit})")
+    if log_axis:
+        ax.set_xscale("symlog", linthresh=1.0)
+        ax.set_xlim(0, end_ms / per * 1.3)
+        ax.set_xlabel("virtual time since the run started (s, log scale past 1 s: waits span seconds to hours)")
+    else:
+        ax.set_xlim(-end_ms / per * 0.01, end_ms / per * 1.01)
+        ax.set_xlabel(f"virtual time since the run started ({unit})")
     ax.set_ylabel("message" if len(lanes) < 4 else "message (#index, delay level)")
     ax.grid(axis="y", alpha=0.15)
+    if names:
+        legend.append(Patch(color=RED, alpha=0.15, label="✗ a message an invariant violation names"))
+    if not own_figure:
+        ax.legend(handles=legend, loc="lower center", fontsize=7, ncol=3, frameon=False)
+        return lanes
     fig.legend(handles=legend, loc="outside lower center", ncol=3, frameon=False)
     return save(fig, path)
+
+
+def _hop_label(store: dict) -> str:
+    """The label of a stored copy: its delay level (schedule queue n holds level n + 1), the timer wheel, the
+    dead-letter topic (a %RETRY% copy is where its delivery lands: the ▸ marks it), with reconsumeTimes when it is not 0."""
+    topic = store.get("topic", "")
+    r = store.get("reconsume_times") or 0
+    if topic == SCHEDULE_TOPIC:
+        where = f"L{store['queue_id'] + 1}"
+    elif topic == TIMER_TOPIC:
+        where = "wheel"
+    elif topic.startswith(DLQ_PREFIX):
+        where = "DLQ"
+    else:
+        return ""
+    return f"{where} r{r}" if r else where
 
 
 def lateness_by_level(events: list[dict]) -> dict[str, list[tuple[int, bool]]]:
@@ -231,16 +308,20 @@ def _level_order(label: str) -> tuple[int, int]:
     return (1, 0) if label == "timer" else (0, int(label[1:]))
 
 
-def plot_lateness(events: list[dict], summary: dict, path: str) -> str:
-    """Delivery lateness (ms from the due time to the delivery, ``model.stats``) per delay level: box + points."""
+def plot_lateness(events: list[dict], summary: dict, path: str | None = None, ax=None) -> str | None:
+    """Delivery lateness (ms from the due time to the delivery, ``model.stats``) per delay level: box + points.
+    None (no plot) when nothing scheduled was delivered; with ``ax`` it draws there and returns None."""
     data = lateness_by_level(events)
-    fig = figure(12, 4.6)
-    ax = fig.add_subplot()
+    if not data:
+        return None
+    own_figure = ax is None
+    if own_figure:
+        fig = figure(12, 4.6)
+        ax = fig.add_subplot()
+    else:
+        fig = ax.figure
     title = f"Delivery lateness per delay level — {summary.get('scenario', '?')} (seed {summary.get('seed', '?')})"
     ax.set_title(title, loc="left")
-    if not data:
-        note(ax, "no scheduled message was delivered in this run (no delay level, retry or timer)")
-        return save(fig, path)
     labels = sorted(data, key=_level_order)
     values = [[v for v, _ in data[label]] for label in labels]
     ax.boxplot(values, positions=range(len(labels)), widths=0.55, showfliers=False,
@@ -276,4 +357,10 @@ def plot_lateness(events: list[dict], summary: dict, path: str) -> str:
         moved = ", ".join(f"{e.get('by_ms', 0) / 1000:+g} s at t={e['t_ms'] / 1000:g} s" for e in steps[:3])
         ax.set_title(f"{title}\nthe broker clock stepped ({moved}): lateness is measured on the simulator's clock, "
                      f"so a step shows", loc="left")
+    if lo < 0:
+        why = ("negative: delivered before its due time after the broker clock stepped (see the title)" if steps
+               else "negative: delivered BEFORE its due time (no clock step explains it: see no_early_delivery)")
+        ax.annotate(why, (0.01, 0.02), xycoords="axes fraction", fontsize=8, color=RED)
+    if not own_figure:
+        return None
     return save(fig, path)
