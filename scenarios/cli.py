@@ -92,14 +92,13 @@ def _writable_file(path: str, what: str) -> None:
 
 
 def _progress_bar(label: str):
-    """A tqdm bar over virtual time on stderr (silent when stderr is not a terminal)."""
-    from tqdm import tqdm
+    """Progress over virtual time on stderr: a bar on a terminal, a line every few seconds otherwise."""
+    from .progress import progress
 
-    bar = tqdm(total=100, desc=label, unit="%", leave=False, disable=None, file=sys.stderr)
+    bar = progress(label, 100, "%")
 
     def update(done_ms: int, total_ms: int) -> None:
-        bar.n = int(100 * done_ms / max(total_ms, 1))
-        bar.refresh()
+        bar.update(int(100 * done_ms / max(total_ms, 1)), note=f"{done_ms / 1000:.0f}/{total_ms / 1000:.0f} virtual s")
         if done_ms >= total_ms:
             bar.close()
 
@@ -189,14 +188,13 @@ def _shrink_run(result, path: str, era: str | None, max_runs: int) -> None:
 
 
 def _shrink_progress():
-    from tqdm import tqdm
+    """The shrinker's runs on stderr: a bar on a terminal, a line every few seconds otherwise."""
+    from .progress import progress
 
-    bar = tqdm(total=None, desc="shrink", unit="run", leave=False, disable=None, file=sys.stderr)
+    bar = progress("shrink", None, "run")
 
     def update(runs: int, max_runs: int, label: str) -> None:
-        bar.total = max_runs
-        bar.n = runs
-        bar.set_postfix_str(label[:60])
+        bar.update(runs, max_runs, label)
         if runs >= max_runs:
             bar.close()
 
@@ -349,7 +347,9 @@ def _cmd_scenarios(args: argparse.Namespace) -> int:
 def _cmd_bench(args: argparse.Namespace) -> int:
     from sim.bench import main as bench_main
 
-    return bench_main(args)
+    from .progress import progress
+
+    return bench_main(args, progress("bench", None, "step"))
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:

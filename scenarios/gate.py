@@ -124,11 +124,9 @@ def run_gate(*, runs: int | None = None, budget_s: float | None = None, seed_bas
     start_index = rotation_start(seed_base, runs, len(names)) if runs is not None else seed_base % len(names)
     bar = None
     if progress:
-        import sys
+        from .progress import progress as progress_reporter
 
-        from tqdm import tqdm
-
-        bar = tqdm(total=runs, desc="gate", unit="run", leave=False, disable=None, file=sys.stderr)
+        bar = progress_reporter("gate", runs, "run")
     start = time.perf_counter()  # wall-clock ok: the budget bounds the gate, never a history
     done: list[GateRun] = []
     stopped_by = "runs"
@@ -145,7 +143,7 @@ def run_gate(*, runs: int | None = None, budget_s: float | None = None, seed_bas
                 break
             name, seed = plan(i, names, seed_base, start_index)
             if bar is not None:
-                bar.set_postfix_str(f"{name} seed {seed}")
+                bar.update(i, note=f"{name} seed {seed}")
             t0 = time.perf_counter()  # wall-clock ok
             try:
                 result = run_scenario(load_builtin(name), seed, mutants=mutants, check=check, scenario_arg=name)
@@ -174,7 +172,7 @@ def run_gate(*, runs: int | None = None, budget_s: float | None = None, seed_bas
                              "explanation": "vacuous: " + summary["invariants"][vacuous[0]].get("vacuous_reason", "")}
             done.append(GateRun(name, seed, summary["wall_s"], failed, violation, summary["repro"], vacuous=vacuous))
             if bar is not None:
-                bar.update(1)
+                bar.update(i + 1, note=f"{name} seed {seed}")
             i += 1
             if failed or vacuous:
                 stopped_by = "violation"
@@ -208,17 +206,13 @@ def run_gate(*, runs: int | None = None, budget_s: float | None = None, seed_bas
 
 
 def _shrink_bar():
-    """A tqdm bar of the shrink's runs on stderr (silent when stderr is not a terminal)."""
-    import sys
+    """The shrink's runs on stderr: a bar on a terminal, a line every few seconds otherwise."""
+    from .progress import progress as progress_reporter
 
-    from tqdm import tqdm
-
-    bar = tqdm(total=None, desc="shrink", unit="run", leave=False, disable=None, file=sys.stderr)
+    bar = progress_reporter("shrink", None, "run")
 
     def update(runs: int, max_runs: int, label: str) -> None:
-        bar.total = max_runs
-        bar.n = runs
-        bar.set_postfix_str(label[:60])
+        bar.update(runs, max_runs, label)
         if runs >= max_runs:
             bar.close()
 

@@ -62,11 +62,11 @@ def raw_simpy_timeouts_per_s(count: int = 300_000, clock=time.perf_counter) -> f
     return count / (clock() - start)  # wall-clock ok
 
 
-def _timed_run(scenario):
+def _timed_run(scenario, progress=None):
     """A run with its wall and CPU seconds, both around the whole ``run_scenario`` (history hash and stats
     included); on a shared machine CPU time is the steadier yardstick of the two."""
     cpu0, wall0 = time.process_time(), time.perf_counter()  # wall-clock ok: benchmark
-    result = run_scenario(scenario)
+    result = run_scenario(scenario, progress=progress)
     return result, time.perf_counter() - wall0, time.process_time() - cpu0  # wall-clock ok
 
 
@@ -110,29 +110,49 @@ def peak_rss_mib() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
-def measure(messages: int) -> dict:
+STAGES = 5  # the dense run, SimPy's raw rate (wall, CPU), the store's rates (wall, CPU); then the sparse run
+
+
+def measure(messages: int, bar=None) -> dict:
     """Dense scenario first (so the peak memory is its own), then the yardsticks and the sparse run.
 
     Every ratio is given per wall second (the issue's measure) and per CPU second of this process
-    (``*_cpu``), which a busy shared machine disturbs much less."""
+    (``*_cpu``), which a busy shared machine disturbs much less. ``bar.update(done, total, note)`` hears of
+    each stage (and of the dense run's virtual time): progress output only, it changes no number."""
+
+    def stage(i: int, note: str) -> None:
+        if bar is not None:
+            bar.update(i, STAGES + 1, note)
+
+    def run_progress(label: str, i: int):
+        if bar is None:
+            return None
+        return lambda done_ms, total_ms: stage(i, f"{label}: {done_ms // 1000}/{total_ms // 1000} virtual s")
+
     scenario = standard_scenario(messages)
-    result, wall_s, dense_cpu = _timed_run(scenario)
+    result, wall_s, dense_cpu = _timed_run(scenario, run_progress(f"dense run of {messages} messages", 0))
     dense_peak = peak_rss_mib()
     env = result.world.env
     simpy_events = next(env._eid)  # events SimPy scheduled during the run
     summary = result.summary
     stats = summary["stats"]
     del result, env
+    stage(1, "raw SimPy timeouts/s (wall)")
     raw_rate = raw_simpy_timeouts_per_s()
+    stage(2, "raw SimPy timeouts/s (CPU)")
     raw_cpu_rate = raw_simpy_timeouts_per_s(clock=time.process_time)
+    stage(3, "store puts and dispatches/s (wall)")
     rates = store_rates(MemoryDisk())
+    stage(4, "store puts and dispatches/s (CPU)")
     rates_cpu = store_rates(MemoryDisk(), clock=time.process_time)
     ceiling = lifecycle_ceiling(rates["puts_per_s"], rates["dispatched_units_per_s"])
     ceiling_cpu = lifecycle_ceiling(rates_cpu["puts_per_s"], rates_cpu["dispatched_units_per_s"])
     lifecycles = stats["consumed"] / wall_s
     from scenarios.catalogue import load_builtin
 
-    sparse, sparse_wall, sparse_cpu = _timed_run(load_builtin(SPARSE_SCENARIO))
+    sparse, sparse_wall, sparse_cpu = _timed_run(load_builtin(SPARSE_SCENARIO),
+                                                  run_progress(f"sparse run of {SPARSE_SCENARIO}", 5))
+    stage(STAGES + 1, "done")
     return {
         "scenario": scenario.name,
         "messages": messages,
@@ -163,8 +183,13 @@ def measure(messages: int) -> dict:
     }
 
 
-def main(args) -> int:
-    numbers = measure(args.messages)
+def main(args, bar=None) -> int:
+    """``bar``: a progress reporter (``update(done, total, note)``, ``close()``) on stderr, or None."""
+    try:
+        numbers = measure(args.messages, bar)
+    finally:
+        if bar is not None:
+            bar.close()
     if not args.json:
         width = max(len(k) for k in numbers)
         for key, value in numbers.items():
