@@ -7,6 +7,7 @@ Small on purpose: ``progress(label, total, unit)`` returns ``update(done, total=
 from __future__ import annotations
 
 import sys
+import threading
 import time
 
 LINE_EVERY_S = 5.0
@@ -14,7 +15,7 @@ LINE_EVERY_S = 5.0
 
 class Progress:
     def __init__(self, label: str, total: int | None, unit: str, stream=None, every_s: float = LINE_EVERY_S,
-                 clock=time.monotonic):
+                 clock=time.monotonic, ticker: bool = False):
         self.label, self.total, self.unit = label, total, unit
         self.stream = stream if stream is not None else sys.stderr
         self.every_s, self.clock = every_s, clock
@@ -26,7 +27,14 @@ class Progress:
             from tqdm import tqdm
 
             self.bar = tqdm(total=total, desc=label, unit=unit, leave=False, file=self.stream)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        if ticker and self.bar is None:  # a long stage with no update still shows it is alive
+            threading.Thread(target=self._tick, name=f"progress-{label}", daemon=True).start()
 
+    def _tick(self) -> None:
+        while not self._stop.wait(self.every_s):
+            self._maybe_line()
     def update(self, done: int, total: int | None = None, note: str = "") -> None:
         self.done, self.note = done, note
         if total is not None:
@@ -38,11 +46,15 @@ class Progress:
                 self.bar.set_postfix_str(note[:60])
             self.bar.refresh()
             return
-        now = self.clock()  # wall-clock ok
-        if now - self.last >= self.every_s:
-            self.last = now
-            self.stream.write(self.line(now) + "\n")
-            self.stream.flush()
+        self._maybe_line()
+
+    def _maybe_line(self) -> None:
+        with self._lock:
+            now = self.clock()  # wall-clock ok
+            if now - self.last >= self.every_s and not self._stop.is_set():
+                self.last = now
+                self.stream.write(self.line(now) + "\n")
+                self.stream.flush()
 
     def line(self, now: float) -> str:
         of = f"/{self.total}" if self.total else ""
@@ -51,10 +63,12 @@ class Progress:
         return f"{self.label}: {self.done}{of} {self.unit}{pct} after {now - self.start:.0f} s{note}"
 
     def close(self) -> None:
+        self._stop.set()
         if self.bar is not None:
             self.bar.close()
             self.bar = None
 
 
 def progress(label: str, total: int | None = None, unit: str = "it", stream=None) -> Progress:
-    return Progress(label, total, unit, stream)
+    """A reporter whose plain lines also come from a background ticker (a stage may run long without updates)."""
+    return Progress(label, total, unit, stream, ticker=True)

@@ -55,3 +55,18 @@ def test_bench_reports_each_stage():
     notes = [n for _, _, n in seen]
     assert any(n.startswith("dense run of 200 messages") for n in notes)
     assert any("store puts" in n for n in notes) and any(n.startswith("sparse run") for n in notes)
+
+
+def test_the_ticker_prints_while_nothing_updates():
+    import time
+
+    stream = io.StringIO()
+    bar = Progress("bench", 6, "step", stream=stream, every_s=0.05, ticker=True)
+    bar.update(2, note="raw SimPy")
+    time.sleep(0.3)  # a long stage: no update, yet lines come
+    bar.close()
+    lines = stream.getvalue().splitlines()
+    assert len(lines) >= 2 and all(line.startswith("bench: 2/6 step (33%)") for line in lines)
+    count = len(stream.getvalue())
+    time.sleep(0.15)
+    assert len(stream.getvalue()) == count  # closed: silent
