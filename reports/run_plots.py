@@ -37,15 +37,19 @@ class Lane:
 def message_lanes(events: list[dict]) -> list[Lane]:
     """Every sent message with its own events (send, store, deliver, consume, send_back, dlq), in send order."""
     lanes: dict[str, Lane] = {}
+    early: dict[str, list[dict]] = {}  # the store of the first copy is recorded before its send
     for e in events:
         msg_id = e.get("msg_id")
-        if msg_id is None:
+        if msg_id is None or e["kind"] not in ("send", "store", "deliver", "consume", "send_back", "dlq"):
             continue
         if e["kind"] == "send" and msg_id not in lanes:
             lanes[msg_id] = Lane(msg_id, len(lanes), e["t_ms"], e.get("delay_level") or 0,
                                  e.get("timer_delay_ms") is not None, e.get("status", "SEND_OK"))
-        if msg_id in lanes and e["kind"] in ("send", "store", "deliver", "consume", "send_back", "dlq"):
+            lanes[msg_id].events.extend(early.pop(msg_id, []))
+        if msg_id in lanes:
             lanes[msg_id].events.append(e)
+        else:
+            early.setdefault(msg_id, []).append(e)
     return list(lanes.values())
 
 

@@ -104,3 +104,15 @@ def test_report_embeds_the_trace_of_each_violating_message(lost_run, tmp_path):
         assert f'href="#consumer-crash-seed1-trace-{msg_id}"' in html
         assert f'<details id="consumer-crash-seed1-trace-{msg_id}">' in html
     assert html.count("BEFORE it was consumed") == 8
+
+
+def test_first_scheduled_copy_is_labelled_with_its_level(tmp_path):
+    out = tmp_path / "levels"
+    assert main(["run", "one-message-per-level", "--out", str(out)]) == 0
+    summary, events = _load(out)
+    fig, ax = plt.subplots()
+    lanes = run_plots.plot_timeline(events, summary, ax=ax)
+    labels = {t.get_text() for t in ax.texts}
+    levels = {lane.delay_level for lane in lanes if lane.delay_level}
+    assert levels and {f"L{level}" for level in levels} <= labels
+    plt.close(fig)
