@@ -62,12 +62,10 @@ def run_trace(args: argparse.Namespace, out=None) -> int:
         targets = [(wanted, [f"{name}: {why}" for m, name, why in named if m == wanted])]
     else:
         chosen = violating_messages(summary, "no_loss" if args.lost else None)
-        targets = []
+        by_msg: dict[str, list[str]] = {}  # each message once, with every violation naming it
         for msg_id, name, why in chosen:
-            if targets and targets[-1][0] == msg_id:
-                targets[-1][1].append(f"{name}: {why}")
-            elif msg_id not in [t[0] for t in targets]:
-                targets.append((msg_id, [f"{name}: {why}"]))
+            by_msg.setdefault(msg_id, []).append(f"{name}: {why}")
+        targets = list(by_msg.items())
         if not targets:
             what = "no_loss violation" if args.lost else "invariant violation naming a message"
             out.write(f"{run_dir}: no {what}; nothing to trace\n")

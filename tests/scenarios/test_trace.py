@@ -75,3 +75,20 @@ def test_bad_input_exits_2(lost_run, tmp_path, capsys):
 def test_no_violations_prints_nothing_to_trace(ladder_run, capsys):
     assert main(["trace", str(ladder_run), "--violations"]) == 0
     assert "nothing to trace" in capsys.readouterr().out
+
+
+def test_a_message_named_twice_is_traced_once_with_both_reasons(lost_run, tmp_path, capsys):
+    import json
+    import shutil
+
+    run = tmp_path / "twice"
+    shutil.copytree(lost_run, run, ignore=shutil.ignore_patterns("store"))
+    summary = json.loads((run / "summary.json").read_text())
+    first = summary["invariants"]["no_loss"]["violations"][0]
+    summary["invariants"]["duplicates"] = {"holds": False, "checked": 1,
+                                           "violations": [dict(first, explanation="planted second reason")]}
+    (run / "summary.json").write_text(json.dumps(summary))
+    assert main(["trace", str(run), "--violations"]) == 1
+    text = capsys.readouterr().out
+    assert text.count(f"message {first['msg_id']}") == 1 and "duplicates: planted second reason" in text
+    assert len(text.split("\n\n")) == 8
