@@ -349,7 +349,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
     from .progress import progress
 
-    return bench_main(args, progress("bench", None, "step"))
+    return bench_main(args, progress("bench", None, "step", ticker=True))  # bench_main closes it
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:

@@ -53,8 +53,11 @@ class Progress:
             now = self.clock()  # wall-clock ok
             if now - self.last >= self.every_s and not self._stop.is_set():
                 self.last = now
-                self.stream.write(self.line(now) + "\n")
-                self.stream.flush()
+                try:
+                    self.stream.write(self.line(now) + "\n")
+                    self.stream.flush()
+                except (OSError, ValueError):  # the stream went away (closed by a test harness or a pipe)
+                    self._stop.set()
 
     def line(self, now: float) -> str:
         of = f"/{self.total}" if self.total else ""
@@ -69,6 +72,7 @@ class Progress:
             self.bar = None
 
 
-def progress(label: str, total: int | None = None, unit: str = "it", stream=None) -> Progress:
-    """A reporter whose plain lines also come from a background ticker (a stage may run long without updates)."""
-    return Progress(label, total, unit, stream, ticker=True)
+def progress(label: str, total: int | None = None, unit: str = "it", stream=None, ticker: bool = False) -> Progress:
+    """``ticker``: plain lines also come from a background thread, for stages that run long without an update
+    (the caller must ``close()`` it); without it lines come only from updates."""
+    return Progress(label, total, unit, stream, ticker=ticker)

@@ -70,3 +70,14 @@ def test_the_ticker_prints_while_nothing_updates():
     count = len(stream.getvalue())
     time.sleep(0.15)
     assert len(stream.getvalue()) == count  # closed: silent
+
+
+def test_a_closed_stream_stops_the_ticker_quietly():
+    import time
+
+    stream = io.StringIO()
+    bar = Progress("run", 100, "%", stream=stream, every_s=0.02, ticker=True)
+    bar.update(5)
+    stream.close()
+    time.sleep(0.1)
+    assert bar._stop.is_set()
