@@ -96,6 +96,7 @@ class ScheduleMessageService(ConfigManager):
         self.m_no_correct_deliver_timestamp = "no_correct_deliver_timestamp" in mutants
         self.m_correct_delay_offset_skips_missing_cq = "correct_delay_offset_skips_missing_cq" in mutants
         self.m_resend_exception_escapes = "resend_exception_escapes" in mutants
+        self.m_error_ends_level_task = "error_ends_level_task" in mutants
 
     # --- ConfigManager -------------------------------------------------------------------
     def encode(self, pretty: bool = True) -> str:
@@ -250,10 +251,11 @@ class DeliverDelayedMessageTimerTask:
         self.at_mono_ms = at_mono_ms
         self._now_mono = at_mono_ms
         self.idle: tuple | None = None  # ("data",) or ("due", tags_code): what the last poll waited for
+        self.dead = False  # mutant error_ends_level_task: an Error ended this level's self-rescheduling chain
 
     def next_wakeup_ms(self) -> int | None:
         svc = self.svc
-        if not svc.started:
+        if not svc.started or self.dead:
             return None
         if not svc.idle_skip or self.idle is None:
             return self.at_mono_ms
@@ -274,7 +276,7 @@ class DeliverDelayedMessageTimerTask:
         return self.at_mono_ms + polls * DELAY_FOR_A_WHILE_MS
 
     def step(self, mono_ms: int) -> None:
-        if mono_ms < self.at_mono_ms or not self.svc.started:
+        if mono_ms < self.at_mono_ms or not self.svc.started or self.dead:
             return
         if self.idle is not None and self.idle[0] == "due" and not self.svc.era4:
             skipped = (mono_ms - self.at_mono_ms) // DELAY_FOR_A_WHILE_MS
@@ -357,6 +359,11 @@ class DeliverDelayedMessageTimerTask:
                     return
             next_offset = self.offset + scanned
         except MESSAGE_TIMEUP_ERRORS as error:
+            if svc.m_error_ends_level_task:
+                # < 5.3.0 (#8124): run() caught only Exception; an Error left it and the chain was never rescheduled.
+                svc.log.error(f"level {level} task ended by {error!r}", error, DISK_DAMAGE)
+                self.dead = True
+                return
             # E3: nextOffset still names the failing unit (retried); E4/E5: it is already past it (skipped).
             svc.log.error(f"ScheduleMessageService, messageTimeup execute error, offset={next_offset}: {error!r}", error,
                           DISK_DAMAGE)

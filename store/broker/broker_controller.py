@@ -104,6 +104,7 @@ class BrokerController:
         self.pull_processor = PullMessageProcessor(
             self.message_store, self.topic_config_manager, self.subscription_group_manager,
             self.consumer_offset_manager,
+            overflow_badly_to_min="overflow_badly_to_min" in mutants,
         )
         self.schedule_message_service.mono_now = lambda: self.pull_processor.now_mono_ms
         # The 5.x timer wheel (ROCKETMQ.md 7); 4.x has none, and its put hook routes delay levels only.

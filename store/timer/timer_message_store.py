@@ -256,6 +256,7 @@ class TimerMessageStore:
         # Mutants, read once.
         self.m_no_queue_offset_clamp = "timer_no_queue_offset_clamp" in mutants
         self.m_drop_after_first_failure = "timer_drop_after_first_failure" in mutants
+        self.m_drop_after_3_retries = "timer_drop_after_3_retries" in mutants
         self.m_read_time_early = "timer_read_time_early" in mutants
 
     # --- load and recovery (7.6) -----------------------------------------------------------------------------
@@ -1125,7 +1126,8 @@ class TimerDequeuePutMessageService:
                 break
             w.retry_count += 1
             if ts.m_drop_after_first_failure or (
-                    not ts.config.timer_enable_retry_until_success and w.retry_count >= 3):
+                    (ts.m_drop_after_3_retries or not ts.config.timer_enable_retry_until_success)
+                    and w.retry_count >= 3):
                 ts.log.error(f"Message processing failed after {w.retry_count} retries. Msg: {w.inner.uniq_key}")
                 break
             w.wake_at_ms = mono_ms + held_ms + ts.retry_sleep_ms

@@ -36,6 +36,9 @@ CASES = {
     "timer_no_queue_offset_clamp": ("timer-power-failure", (), 1, "no_loss"),
     "timer_drop_after_first_failure": ("timer-put-failures", (), 1, "no_loss"),
     "timer_read_time_early": ("timer-restart-during-put-retry", (), 1, "no_loss"),
+    "timer_drop_after_3_retries": ("timer-put-failure-storm", (), 1, "no_loss"),
+    "error_ends_level_task": ("rebuild-errors-4x", (), 1, "no_loss"),
+    "overflow_badly_to_min": ("store-rollback", (), 1, "duplicates"),
 }
 
 
