@@ -40,6 +40,7 @@ PREFERRED: dict[str, tuple[str, ...]] = {
     "timer_read_time_early": ("timer-restart-during-put-retry",),
     "timer_drop_after_3_retries": ("timer-put-failure-storm",),
     "error_ends_level_task": ("rebuild-errors-4x",),
+    "correct_delay_offset_past_max": ("store-rollback",),
     "overflow_badly_to_min": ("store-rollback",),
 }
 TIMER_PREFIX = "timer_"  # mutants of the timer wheel: only scenarios that send timer messages can reach it

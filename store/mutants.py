@@ -19,11 +19,17 @@ CATALOGUE: dict[str, str] = {
                                              "instead of creating it: the stale offset skips new messages",
     "error_ends_level_task": "#8124 (<5.3.0): run() catches only Exception; an Error while rebuilding a due "
                              "message ends the level's self-rescheduling chain",
+    "correct_delay_offset_past_max": "correctDelayOffset clamps an offset past the level queue to max + 1 "
+                                     "instead of max: the first message stored after the restart is skipped",
     "resend_exception_escapes": "an exception while rebuilding an async resend escapes doResend and kills the "
                                 "level's HandlePutResultTask: the failed message is never resent",
     # Commit log
     "physic_ts_every_flush": "the checkpoint's physicMsgTimestamp moves on every 500 ms flush round, not only on a "
                              "thorough flush (fidelity only: abnormal recovery is bounded by min(physic, logics))",
+    "cq_kept_past_recovered_end": "alibaba #358 (<4.3.2): normal recovery does not truncate consume queues that "
+                                  "reach past the recovered commit-log end",
+    "dispatch_unflushed": "#8239 (5.0-5.2.x): under SYNC_FLUSH the reput dispatches written, not flushed, data; "
+                          "consumers commit offsets a crash takes back",
     # Retry / DLQ
     "dlq_keeps_delay": "#2724 (<=4.9.1): the DLQ copy keeps DELAY and detours through SCHEDULE_TOPIC_XXXX",
     "dlq_threshold_gt": "'>' instead of '>=' for max reconsume times: one retry too many before the DLQ",
@@ -66,6 +72,17 @@ LEFT_OUT: dict[str, str] = {
                                        "flaky-consumer-broker-crash seed 1",
     "broker_commit_increase_only": "an increase-only broker commit: not caught on store-rollback(-failing-consumer) "
                                    "seed 1",
+    "cq_kept_past_recovered_end": "alibaba #358 (<4.3.2): no fault leaves the queues past the commit-log end "
+                                  "after a clean shutdown (crashes and power failures recover abnormally)",
+    "dispatch_unflushed": "#8239 (5.0-5.2.x): the store flushes inside a SYNC_FLUSH put, so there is no window in "
+                          "which dispatched data is unflushed",
+    "no_bak_fallback_on_empty": "#5905: an empty consumerOffset.json loaded as an empty table; no invariant failed "
+                                "over the built-ins at seed 1 (the clients re-commit their in-memory offsets)",
+    "no_consumer_offset_persist_at_shutdown": "the clients re-commit their offsets after a broker restart: not "
+                                              "caught over the built-ins at seed 1",
+    "commit_one_past_first": "ProcessQueue.removeMessage returning firstKey() + 1: not caught over the built-ins at "
+                             "seed 1 (a crash must fall while the oldest message is in flight)",
+    "no_offset_freeze": "#7634: OFFSET_ILLEGAL fixed without a freeze: not caught over the built-ins at seed 1",
     "timer_max_delay_int_overflow": "#5376 (5.0-5.1.0): a rejected send is the producer's error, not a loss; no "
                                     "invariant judges rejected sends",
 }

@@ -97,6 +97,7 @@ class ScheduleMessageService(ConfigManager):
         self.m_correct_delay_offset_skips_missing_cq = "correct_delay_offset_skips_missing_cq" in mutants
         self.m_resend_exception_escapes = "resend_exception_escapes" in mutants
         self.m_error_ends_level_task = "error_ends_level_task" in mutants
+        self.m_correct_delay_offset_past_max = "correct_delay_offset_past_max" in mutants
 
     # --- ConfigManager -------------------------------------------------------------------
     def encode(self, pretty: bool = True) -> str:
@@ -140,6 +141,8 @@ class ScheduleMessageService(ConfigManager):
                 cq = self.store.find_consume_queue(SCHEDULE_TOPIC, queue_id)
             low, high = cq.get_min_offset_in_queue(), cq.get_max_offset_in_queue()
             corrected = low if offset < low else high if offset > high else offset
+            if self.m_correct_delay_offset_past_max and offset > high:
+                corrected = high + 1  # the mutant's off-by-one: one past the queue's max offset
             if corrected != offset:
                 self.log.error(f"schedule CQ offset invalid, level {level}: correct delay offset from {offset} to {corrected}", fault_site=DISK_DAMAGE)
                 self.offset_table[level] = corrected

@@ -38,6 +38,7 @@ CASES = {
     "timer_read_time_early": ("timer-restart-during-put-retry", (), 1, "no_loss"),
     "timer_drop_after_3_retries": ("timer-put-failure-storm", (), 1, "no_loss"),
     "error_ends_level_task": ("rebuild-errors-4x", (), 1, "no_loss"),
+    "correct_delay_offset_past_max": ("store-rollback", (), 1, "no_loss"),
     "overflow_badly_to_min": ("store-rollback", (), 1, "duplicates"),
 }
 
