@@ -26,10 +26,6 @@ CATALOGUE: dict[str, str] = {
     # Commit log
     "physic_ts_every_flush": "the checkpoint's physicMsgTimestamp moves on every 500 ms flush round, not only on a "
                              "thorough flush (fidelity only: abnormal recovery is bounded by min(physic, logics))",
-    "cq_kept_past_recovered_end": "alibaba #358 (<4.3.2): normal recovery does not truncate consume queues that "
-                                  "reach past the recovered commit-log end",
-    "dispatch_unflushed": "#8239 (5.0-5.2.x): under SYNC_FLUSH the reput dispatches written, not flushed, data; "
-                          "consumers commit offsets a crash takes back",
     # Retry / DLQ
     "dlq_keeps_delay": "#2724 (<=4.9.1): the DLQ copy keeps DELAY and detours through SCHEDULE_TOPIC_XXXX",
     "dlq_threshold_gt": "'>' instead of '>=' for max reconsume times: one retry too many before the DLQ",
