@@ -21,6 +21,7 @@ from .disk import Disk
 from .faults import NO_FAULTS, FaultInjector
 from .log import DISK_DAMAGE, StoreLog, as_log
 from .mapped_file import StoreLoadError
+from .probes import NO_PROBES
 from .put_status import PutMessageResult, PutMessageStatus
 from .service import PeriodicService
 
@@ -64,6 +65,8 @@ def _indexes(cq: ConsumeQueue, req: codec.DispatchRequest) -> bool:
 
 
 class DefaultMessageStore:
+    probes = NO_PROBES  # the run's ProbeCollector when the world attaches one
+
     def __init__(
         self,
         disk: Disk,
@@ -144,11 +147,14 @@ class DefaultMessageStore:
         for cq in self._all_consume_queues():
             cq.recover()
             max_phy_of_cq = max(max_phy_of_cq, cq.max_physic_offset)
+        if not last_exit_ok:
+            self.probes.probe("store.recover_abnormally")
         recover = self.commit_log.recover_normally if last_exit_ok else self.commit_log.recover_abnormally
         recover(max_phy_of_cq, self._dispatch, self._truncate_dirty_logic_files, self._destroy_logics)
         self._recover_topic_queue_table()
 
     def _truncate_dirty_logic_files(self, phy_offset: int) -> None:
+        self.probes.probe("store.recover_truncated_cq")
         for cq in self._all_consume_queues():
             cq.truncate_dirty_logic_files(phy_offset)
 
@@ -212,6 +218,8 @@ class DefaultMessageStore:
             if answer is not None:
                 return answer
         result = self.commit_log.put_message(msg)
+        if result.fault_site is not None:
+            self.probes.probe("store.put_failed")
         if result.is_ok:
             for listener in self.put_listeners:
                 listener(msg, result)
@@ -351,10 +359,12 @@ class DefaultMessageStore:
             result.status, result.next_begin_offset = GetMessageStatus.NO_MESSAGE_IN_QUEUE, 0
         elif offset < min_offset:
             result.status, result.next_begin_offset = GetMessageStatus.OFFSET_TOO_SMALL, min_offset
+            self.probes.probe("store.get_offset_too_small")
         elif offset == max_offset:
             result.status = GetMessageStatus.OFFSET_OVERFLOW_ONE
         elif offset > max_offset:
             result.status, result.next_begin_offset = GetMessageStatus.OFFSET_OVERFLOW_BADLY, max_offset
+            self.probes.probe("store.get_offset_overflow_badly")
         else:
             buf = cq.get_index_buffer(offset)
             if buf is None:
@@ -383,6 +393,7 @@ class DefaultMessageStore:
             raw = self.commit_log.get_message(offset_py, size_py) if size_py > 0 else None
             msg = codec.decode_message(raw, 0) if raw else None
             if msg is None:
+                self.probes.probe("store.get_message_unreadable")
                 if not result.messages:
                     result.status = GetMessageStatus.MESSAGE_WAS_REMOVING
                 next_phy_file_start = self.commit_log.roll_next_file(offset_py)

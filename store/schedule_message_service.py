@@ -144,6 +144,7 @@ class ScheduleMessageService(ConfigManager):
             if self.m_correct_delay_offset_past_max and offset > high:
                 corrected = high + 1  # the mutant's off-by-one: one past the queue's max offset
             if corrected != offset:
+                self.probes.probe("delay.correct_delay_offset")
                 self.log.error(f"schedule CQ offset invalid, level {level}: correct delay offset from {offset} to {corrected}", fault_site=DISK_DAMAGE)
                 self.offset_table[level] = corrected
 
@@ -200,7 +201,10 @@ class ScheduleMessageService(ConfigManager):
         if self.m_no_correct_deliver_timestamp:
             return deliver_ms
         max_ms = now_ms + self.delay_level_table_ms.get(level, 1000)
-        return now_ms if deliver_ms > max_ms else deliver_ms
+        if deliver_ms > max_ms:
+            self.probes.probe("delay.correct_deliver_timestamp")
+            return now_ms
+        return deliver_ms
 
     # --- building and putting the real message ------------------------------------------
     def message_timeup(self, msg_ext: codec.MessageExt) -> codec.MessageExt:
@@ -313,6 +317,7 @@ class DeliverDelayedMessageTimerTask:
             elif cq.get_max_offset_in_queue() < self.offset:
                 reset = cq.get_max_offset_in_queue()
             if reset != self.offset:
+                svc.probes.probe("delay.cq_offset_reset")
                 svc.log.error(f"schedule CQ offset invalid. offset={self.offset}, level={level}, reset to {reset}", fault_site=DISK_DAMAGE)
             else:
                 self.idle = ("data",)
@@ -340,10 +345,12 @@ class DeliverDelayedMessageTimerTask:
                     return
                 msg_ext = store.look_message_by_offset(phy, size)
                 if msg_ext is None:
+                    svc.probes.probe("delay.message_unreadable")
                     continue  # commit log expired / unreadable: skipped silently
                 try:
                     inner = svc.message_timeup(msg_ext)
                 except MESSAGE_TIMEUP_ERRORS as error:
+                    svc.probes.probe("delay.timeup_error")
                     if not svc.m_drop_on_exception:
                         raise
                     svc.log.error(f"messageTimeup execute error, drop it. msgId={msg_ext.uniq_key} {error!r}", error,
@@ -358,6 +365,8 @@ class DeliverDelayedMessageTimerTask:
                     delivered = self._sync_deliver(inner, curr_offset, tags_code)
                 if not delivered:
                     retry_at = curr_offset + 1 if (svc.m_skip_failed_delivery and not svc.era4) else curr_offset
+                    svc.probes.probe("delay.deliver_failed_skip" if retry_at != curr_offset
+                                     else "delay.deliver_failed_retry")
                     self.schedule_next(retry_at, DELAY_FOR_A_WHILE_MS)
                     return
             next_offset = self.offset + scanned
@@ -478,9 +487,11 @@ class HandlePutResultTask:
             head.status = "SKIP" if head.resend_count > 2 * svc.max_resend_num_to_block else "EXCEPTION"
             svc.log(f"ScheduleMessageService resend not found message, level {self.level} offset {head.offset}")
             return
+        svc.probes.probe("delay.async_resend")
         try:
             inner = svc.message_timeup(msg_ext)
         except (KeyError, ValueError) as error:  # what messageTimeup can throw here (REAL_QID, a corrupt read)
+            svc.probes.probe("delay.async_resend_error")
             head.status = "EXCEPTION"
             svc.log(f"Resend message error, level {self.level} offset {head.offset}: {error!r}")
             if svc.m_resend_exception_escapes:

@@ -18,6 +18,7 @@ from ..client.api import MQBrokerException, ResponseCode
 from ..faults import SITE_SEND_BACK, check_crash
 from ..log import as_log
 from ..message_store import DefaultMessageStore
+from ..probes import NO_PROBES
 from ..put_status import PutMessageResult, PutMessageStatus
 from ..subscription_group import SubscriptionGroupManager
 from ..topic_config import (
@@ -46,6 +47,8 @@ _STATUS_TO_CODE = {
 
 
 class SendMessageProcessor:
+    probes = NO_PROBES  # the run's ProbeCollector when the world attaches one
+
     def __init__(
         self,
         store: DefaultMessageStore,
@@ -124,7 +127,10 @@ class SendMessageProcessor:
             max_reconsume_times = int(header_max)
         reconsume_times = int(msg.properties.get(codec.PROPERTY_RECONSUME_TIME) or 0)
         msg.reconsume_times = reconsume_times
-        if self._fallback_goes_to_dlq(reconsume_times, max_reconsume_times):
+        if not self._fallback_goes_to_dlq(reconsume_times, max_reconsume_times):
+            self.probes.probe("broker.fallback_retry")
+        else:
+            self.probes.probe("broker.fallback_dlq")
             dlq = get_dlq_topic(group)
             tc = self.topics.create_topic_in_send_message_back_method(dlq, DLQ_NUMS_PER_GROUP, self.dlq_perm, 0)
             if tc is None:
@@ -169,6 +175,7 @@ class SendMessageProcessor:
         if max_reconsume_times is None:
             max_reconsume_times = sgc.retry_max_times
         if self._goes_to_dlq(msg_ext.reconsume_times, max_reconsume_times) or delay_level < 0:
+            self.probes.probe("broker.send_back_to_dlq")
             new_topic = get_dlq_topic(group)
             queue_id = self.rng.randrange(1 << 31) % DLQ_NUMS_PER_GROUP
             tc = self.topics.create_topic_in_send_message_back_method(new_topic, DLQ_NUMS_PER_GROUP, self.dlq_perm, 0)
