@@ -229,7 +229,7 @@ def _cmd_mutants(args: argparse.Namespace) -> int:
 
 
 def _cmd_gate(args: argparse.Namespace) -> int:
-    from .gate import run_gate, write_junit
+    from .gate import format_probes, run_gate, write_junit
 
     if args.runs is not None and args.runs < 1:
         raise UsageError("--runs must be at least 1")
@@ -259,6 +259,7 @@ def _cmd_gate(args: argparse.Namespace) -> int:
     if failing is None:
         _print_gate_head(gate)
         print("  every invariant held in every run")
+        print("\n".join(format_probes(gate.probes)))
         if args.junit:
             print(f"  wrote {args.junit}")
         return EXIT_OK
@@ -271,6 +272,7 @@ def _cmd_gate(args: argparse.Namespace) -> int:
             print(line)
     elif gate.shrink_error:
         print(f"  (shrinking failed: {gate.shrink_error})")
+    print("\n".join(format_probes(gate.probes)))
     if args.junit:
         print(f"  wrote {args.junit}")
     return EXIT_VIOLATION
