@@ -72,3 +72,9 @@ def test_the_mutant_is_caught_and_the_clean_build_passes(mutant):
     assert not broken[invariant]["holds"], f"{mutant} was not caught by {invariant} on {name} seed {seed}"
     violation = broken[invariant]["violations"][0]
     assert violation["msg_id"] and violation["explanation"] and violation["events"]
+
+
+def test_left_out_bugs_are_not_in_the_catalogue():
+    from store.mutants import LEFT_OUT
+
+    assert LEFT_OUT and not set(LEFT_OUT) & set(CATALOGUE)
