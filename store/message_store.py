@@ -113,6 +113,7 @@ class DefaultMessageStore:
             self.disk, self.config, self.clock, self.faults, self.checkpoint, self.delay_level_table_ms, self.log,
             mutants=self.mutants,
         )
+        self.commit_log.probes = self.probes  # made at load: after the world attached the run's collector
         try:
             self.commit_log.load()
             self._load_consume_queues()

@@ -160,7 +160,7 @@ class BrokerController:
     def attach_probes(self, probes) -> None:
         """Give this broker's components the run's ProbeCollector (store/probes.py)."""
         for component in (self.topic_config_manager, self.subscription_group_manager, self.consumer_offset_manager,
-                          self.message_store, self.message_store.commit_log, self.schedule_message_service,
+                          self.message_store, self.schedule_message_service,
                           self.send_processor, self.pull_processor, self.timer_message_store):
             if component is not None:
                 component.probes = probes

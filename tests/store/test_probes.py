@@ -64,6 +64,7 @@ def test_recovery_probes_fire_after_a_power_failure():
     probes = summary("timer-power-failure")["probes"]
     assert probes.get("store.recover_abnormally", 0) > 0
     assert probes.get("store.recover_truncated_cq", 0) > 0
+    assert probes.get("store.recover_truncated_commitlog", 0) > 0  # the commit log is made at load, after attach
     assert probes.get("timer.queue_offset_clamped", 0) > 0
 
 
