@@ -41,6 +41,13 @@ PREFERRED: dict[str, tuple[str, ...]] = {
     "timer_drop_after_3_retries": ("timer-put-failure-storm",),
     "error_ends_level_task": ("rebuild-errors-4x",),
     "correct_delay_offset_past_max": ("store-rollback",),
+    "correct_delay_offset_to_min": ("store-rollback",),
+    "ignore_client_max_reconsume": ("retry-ladder-to-dlq",),
+    "reconsume_times_not_bumped": ("retry-ladder-to-dlq",),
+    "timer_read_current_slot": ("timer-wheel-basic",),
+    "next_begin_plus_one": ("all-levels-under-load",),
+    "overflow_one_plus_one": ("slow-listener-expired-retry",),
+    "not_due_offset_plus_one": ("dozens-of-process-crashes",),
     "overflow_badly_to_min": ("store-rollback",),
 }
 TIMER_PREFIX = "timer_"  # mutants of the timer wheel: only scenarios that send timer messages can reach it

@@ -84,6 +84,8 @@ class DefaultMessageStore:
         self.faults = faults
         self.log = as_log(log, "DefaultMessageStore")
         self.mutants = frozenset(mutants)
+        self.m_overflow_one_plus_one = "overflow_one_plus_one" in self.mutants
+        self.m_next_begin_plus_one = "next_begin_plus_one" in self.mutants
         self.delay_level_table_ms = parse_delay_level(self.config.message_delay_level)
         self.checkpoint: StoreCheckpoint | None = None
         self.commit_log: CommitLog | None = None
@@ -363,6 +365,8 @@ class DefaultMessageStore:
             self.probes.probe("store.get_offset_too_small")
         elif offset == max_offset:
             result.status = GetMessageStatus.OFFSET_OVERFLOW_ONE
+            if self.m_overflow_one_plus_one:
+                result.next_begin_offset = offset + 1  # the mutant: the next message is skipped
         elif offset > max_offset:
             result.status, result.next_begin_offset = GetMessageStatus.OFFSET_OVERFLOW_BADLY, max_offset
             self.probes.probe("store.get_offset_overflow_badly")
@@ -404,7 +408,7 @@ class DefaultMessageStore:
             result.status = GetMessageStatus.FOUND
             next_phy_file_start = None
             i += CQ_STORE_UNIT_SIZE
-        result.next_begin_offset = offset + i // CQ_STORE_UNIT_SIZE
+        result.next_begin_offset = offset + i // CQ_STORE_UNIT_SIZE + (1 if self.m_next_begin_plus_one else 0)
 
 
 class ReputMessageService:

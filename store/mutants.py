@@ -21,16 +21,28 @@ CATALOGUE: dict[str, str] = {
                              "message ends the level's self-rescheduling chain",
     "correct_delay_offset_past_max": "correctDelayOffset clamps an offset past the level queue to max + 1 "
                                      "instead of max: the first message stored after the restart is skipped",
+    "correct_delay_offset_to_min": "correctDelayOffset clamps an offset past the level queue's max to its min: "
+                                   "the level delivers its whole queue again",
     "resend_exception_escapes": "an exception while rebuilding an async resend escapes doResend and kills the "
                                 "level's HandlePutResultTask: the failed message is never resent",
+    "not_due_offset_plus_one": "5.x's not-yet-due branch records currOffset + 1: a crash after the persist "
+                               "skips the message the level was waiting for",
     # Commit log
     "physic_ts_every_flush": "the checkpoint's physicMsgTimestamp moves on every 500 ms flush round, not only on a "
                              "thorough flush (fidelity only: abnormal recovery is bounded by min(physic, logics))",
+    "next_begin_plus_one": "GetMessageResult.nextBeginOffset one past the last unit read: a pull skips the next "
+                           "message",
+    "overflow_one_plus_one": "OFFSET_OVERFLOW_ONE answers nextBeginOffset = offset + 1: the next message to "
+                             "arrive is skipped",
     # Retry / DLQ
     "dlq_keeps_delay": "#2724 (<=4.9.1): the DLQ copy keeps DELAY and detours through SCHEDULE_TOPIC_XXXX",
     "dlq_threshold_gt": "'>' instead of '>=' for max reconsume times: one retry too many before the DLQ",
     "retry_level_2_plus_r": "retry level 2 + reconsumeTimes instead of 3 + reconsumeTimes",
     "commit_on_failed_send_back": "client-go #976 / client-cpp #209: the offset is committed although send-back failed",
+    "ignore_client_max_reconsume": "consumerSendMsgBack uses the group's retryMaxTimes (16), not the request's "
+                                   "maxReconsumeTimes (as for clients before V3_4_9)",
+    "reconsume_times_not_bumped": "the retry copy keeps the message's reconsumeTimes instead of + 1: the ladder "
+                                  "repeats level 3 and never reaches the DLQ",
     "fallback_dlq_ge": "5.x handleRetryAndDLQ with 4.x's '>=' (RIP-32 made it '>'): the fallback dead-letters a retry early",
     "no_contains_message_check": "#5481 (<5.1.0): a result for a message cleanExpireMsg already sent back is sent back again",
     # Offsets
@@ -41,6 +53,8 @@ CATALOGUE: dict[str, str] = {
     "timer_no_queue_offset_clamp": "#7480 (<5.3.2): the timer queue offset from timercheck is not clamped into the CQ",
     "timer_drop_after_first_failure": "drop a timer message after its first failed put",
     "timer_read_time_early": "advance the timer read time before the slot's puts finish",
+    "timer_read_current_slot": "the dequeue waits on read > write instead of read >= write: it reads the current "
+                               "slot before it is over, up to one precision early",
     "timer_drop_after_3_retries": "#8979 (5.0-5.3.1): a failed timer put is dropped after 3 quick retries (there was no "
                                   "timerEnableRetryUntilSuccess yet)",
 }
@@ -79,6 +93,9 @@ LEFT_OUT: dict[str, str] = {
     "commit_one_past_first": "ProcessQueue.removeMessage returning firstKey() + 1: not caught over the built-ins at "
                              "seed 1 (a crash must fall while the oldest message is in flight)",
     "no_offset_freeze": "#7634: OFFSET_ILLEGAL fixed without a freeze: not caught over the built-ins at seed 1",
+    "size_mismatch_valid": "#467 / PR #501 (<=4.3.1): a failed record with a size > 0 kept as valid at recovery: not "
+                           "caught over the built-ins at seed 1 (a torn tail is zeros, so its size is 0)",
+    "cq_truncate_gt": "truncateDirtyLogicFiles with '>' instead of '>=': not caught over the built-ins at seed 1",
     "timer_max_delay_int_overflow": "#5376 (5.0-5.1.0): a rejected send is the producer's error, not a loss; no "
                                     "invariant judges rejected sends",
 }

@@ -97,7 +97,9 @@ class ScheduleMessageService(ConfigManager):
         self.m_correct_delay_offset_skips_missing_cq = "correct_delay_offset_skips_missing_cq" in mutants
         self.m_resend_exception_escapes = "resend_exception_escapes" in mutants
         self.m_error_ends_level_task = "error_ends_level_task" in mutants
+        self.m_not_due_offset_plus_one = "not_due_offset_plus_one" in mutants
         self.m_correct_delay_offset_past_max = "correct_delay_offset_past_max" in mutants
+        self.m_correct_delay_offset_to_min = "correct_delay_offset_to_min" in mutants
 
     # --- ConfigManager -------------------------------------------------------------------
     def encode(self, pretty: bool = True) -> str:
@@ -143,6 +145,8 @@ class ScheduleMessageService(ConfigManager):
             corrected = low if offset < low else high if offset > high else offset
             if self.m_correct_delay_offset_past_max and offset > high:
                 corrected = high + 1  # the mutant's off-by-one: one past the queue's max offset
+            if self.m_correct_delay_offset_to_min and offset > high:
+                corrected = low  # the mutant's swapped branches
             if corrected != offset:
                 self.probes.probe("delay.correct_delay_offset")
                 self.log.error(f"schedule CQ offset invalid, level {level}: correct delay offset from {offset} to {corrected}", fault_site=DISK_DAMAGE)
@@ -341,7 +345,7 @@ class DeliverDelayedMessageTimerTask:
                         self.idle = ("due", tags_code)
                     self.schedule_next(curr_offset, DELAY_FOR_A_WHILE_MS)
                     if not svc.era4:
-                        svc.update_offset(level, curr_offset)
+                        svc.update_offset(level, curr_offset + (1 if svc.m_not_due_offset_plus_one else 0))
                     return
                 msg_ext = store.look_message_by_offset(phy, size)
                 if msg_ext is None:

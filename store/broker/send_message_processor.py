@@ -72,6 +72,8 @@ class SendMessageProcessor:
         self.m_dlq_threshold_gt = "dlq_threshold_gt" in mutants
         self.m_retry_level_2_plus_r = "retry_level_2_plus_r" in mutants
         self.m_fallback_dlq_ge = "fallback_dlq_ge" in mutants
+        self.m_ignore_client_max_reconsume = "ignore_client_max_reconsume" in mutants
+        self.m_reconsume_times_not_bumped = "reconsume_times_not_bumped" in mutants
         self.dlq_perm = PERM_WRITE | PERM_READ  # 4.9.2+ (#2436); PERM_WRITE only before
 
     def _goes_to_dlq(self, reconsume_times: int, max_reconsume_times: int) -> bool:
@@ -172,7 +174,7 @@ class SendMessageProcessor:
         if codec.PROPERTY_RETRY_TOPIC not in props:
             props[codec.PROPERTY_RETRY_TOPIC] = msg_ext.topic
         props[codec.PROPERTY_WAIT_STORE_MSG_OK] = "false"
-        if max_reconsume_times is None:
+        if max_reconsume_times is None or self.m_ignore_client_max_reconsume:
             max_reconsume_times = sgc.retry_max_times
         if self._goes_to_dlq(msg_ext.reconsume_times, max_reconsume_times) or delay_level < 0:
             self.probes.probe("broker.send_back_to_dlq")
@@ -199,7 +201,7 @@ class SendMessageProcessor:
             born_timestamp=msg_ext.born_timestamp,
             born_host=msg_ext.born_host,
             store_host=msg_ext.store_host,
-            reconsume_times=msg_ext.reconsume_times + 1,
+            reconsume_times=msg_ext.reconsume_times + (0 if self.m_reconsume_times_not_bumped else 1),
         )
         result = self.store.put_message(inner)
         if not result.is_ok:

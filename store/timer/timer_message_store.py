@@ -260,6 +260,7 @@ class TimerMessageStore:
         self.m_no_queue_offset_clamp = "timer_no_queue_offset_clamp" in mutants
         self.m_drop_after_first_failure = "timer_drop_after_first_failure" in mutants
         self.m_drop_after_3_retries = "timer_drop_after_3_retries" in mutants
+        self.m_read_current_slot = "timer_read_current_slot" in mutants
         self.m_read_time_early = "timer_read_time_early" in mutants
 
     # --- load and recovery (7.6) -----------------------------------------------------------------------------
@@ -451,6 +452,12 @@ class TimerMessageStore:
     def _on_put(self, msg: codec.MessageExt, result: PutMessageResult) -> None:
         if result.append is not None and result.append.topic == TIMER_TOPIC:
             self.last_timer_topic_put_mono_ms = self.mono_now()
+
+    def read_caught_up(self) -> bool:
+        """The dequeue waits while the read time has reached the write time (the current slot is not over)."""
+        if self.m_read_current_slot:
+            return self.curr_read_time_ms > self.curr_write_time_ms  # the mutant's '>' reads the current slot
+        return self.curr_read_time_ms >= self.curr_write_time_ms
 
     def move_read_time(self) -> None:
         self.curr_read_time_ms += self.precision_ms
@@ -950,7 +957,7 @@ class TimerDequeueGetService:
             return self.latch_wait.wakeup_ms()
         if not self.idle or not ts.idle_skip:
             return self.at_mono_ms
-        if ts.curr_read_time_ms >= ts.curr_write_time_ms:
+        if ts.read_caught_up():
             return None  # the enqueue put service moves the write time, and the driver asks again then
         changed_ms = ts.write_time_passed_mono_ms + (1 if ts.write_time_passed_after_dequeue_turn else 0)
         return grid_at_or_after(self.at_mono_ms, changed_ms, ts.poll_interval_ms)
@@ -979,7 +986,7 @@ class TimerDequeueGetService:
                 if not ts.m_read_time_early:
                     ts.move_read_time()
                 continue
-            if not ts.should_running_dequeue or ts.curr_read_time_ms >= ts.curr_write_time_ms:
+            if not ts.should_running_dequeue or ts.read_caught_up():
                 self.idle = True
                 self.at_mono_ms = mono_ms + ts.poll_interval_ms
                 return
