@@ -84,3 +84,16 @@ def test_probes_do_not_change_the_history(monkeypatch):
     without = run_scenario(load_builtin("put-failures-during-delivery"), 1, check=False).summary
     assert without["probes"] == {} and with_probes["probes"]
     assert without["history_sha256"] == with_probes["history_sha256"]
+
+
+def test_the_gate_sums_the_runs_probes_and_names_those_never_hit():
+    from scenarios.gate import add_probes, format_probes
+
+    total: dict[str, int] = {}
+    add_probes(total, {"probes": {"timer.roll": 2}})
+    add_probes(total, {"probes": {"timer.roll": 1, "store.put_failed": 4}})
+    add_probes(total, {})  # a summary from before probes existed
+    assert total == {"timer.roll": 3, "store.put_failed": 4}
+    head, missed = format_probes(total)
+    assert head == f"  probes: 2 of {len(CATALOGUE)} hit ({200 // len(CATALOGUE)}%)"
+    assert "timer.roll" not in missed and "store.put_failed" not in missed and "config.bak_used" in missed
