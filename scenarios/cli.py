@@ -227,7 +227,7 @@ def _cmd_mutants(args: argparse.Namespace) -> int:
 
 
 def _cmd_gate(args: argparse.Namespace) -> int:
-    from .gate import run_gate, write_junit
+    from .gate import format_probes, run_gate, write_junit
 
     if args.runs is not None and args.runs < 1:
         raise UsageError("--runs must be at least 1")
@@ -257,6 +257,7 @@ def _cmd_gate(args: argparse.Namespace) -> int:
     if failing is None:
         _print_gate_head(gate)
         print("  every invariant held in every run")
+        print("\n".join(format_probes(gate.probes)))
         if args.junit:
             print(f"  wrote {args.junit}")
         return EXIT_OK
@@ -269,6 +270,7 @@ def _cmd_gate(args: argparse.Namespace) -> int:
             print(line)
     elif gate.shrink_error:
         print(f"  (shrinking failed: {gate.shrink_error})")
+    print("\n".join(format_probes(gate.probes)))
     if args.junit:
         print(f"  wrote {args.junit}")
     return EXIT_VIOLATION

@@ -69,6 +69,7 @@ class GateResult:
     run_dir: str | None = None  # the failing run's output
     shrink: object | None = None  # sim.shrink.ShrinkResult of the failing run
     shrink_error: str | None = None
+    probes: dict[str, int] = field(default_factory=dict)  # coverage probes hit over all runs: name -> hits
 
     @property
     def ok(self) -> bool:
@@ -122,6 +123,7 @@ def run_gate(*, runs: int | None = None, budget_s: float | None = None, seed_bas
         runs = len(names)
     # With a budget the number of runs is not known: start at a place of its own per seed base.
     start_index = rotation_start(seed_base, runs, len(names)) if runs is not None else seed_base % len(names)
+    probe_hits: dict[str, int] = {}
     bar = None
     if progress:
         from .progress import progress as progress_reporter
@@ -154,6 +156,7 @@ def run_gate(*, runs: int | None = None, budget_s: float | None = None, seed_bas
                 stopped_by = "violation"
                 break
             summary = result.summary
+            add_probes(probe_hits, summary)
             sim_error = summary.get("simulator_error")
             if sim_error is not None:  # a bug in the simulated store: the gate fails, with the traceback
                 done.append(GateRun(name, seed, summary["wall_s"], repro=summary["repro"],
@@ -181,7 +184,7 @@ def run_gate(*, runs: int | None = None, budget_s: float | None = None, seed_bas
     finally:
         if bar is not None:
             bar.close()
-    gate = GateResult(seed_base, done, 0.0, names, stopped_by, start=start_index)
+    gate = GateResult(seed_base, done, 0.0, names, stopped_by, start=start_index, probes=probe_hits)
     failing = gate.failing
     if failing is not None and on_failure is not None:
         gate.wall_s = time.perf_counter() - start  # wall-clock ok
@@ -203,6 +206,24 @@ def run_gate(*, runs: int | None = None, budget_s: float | None = None, seed_bas
             gate.shrink_error = f"{type(error).__name__}: {error}"
     gate.wall_s = time.perf_counter() - start  # wall-clock ok
     return gate
+
+
+def add_probes(total: dict[str, int], summary: dict) -> None:
+    """Add one run's coverage probes (summary.json "probes") into ``total``."""
+    for name, hits in summary.get("probes", {}).items():
+        total[name] = total.get(name, 0) + hits
+
+
+def format_probes(hits: dict[str, int]) -> list[str]:
+    """The share of the probe catalogue hit, then the probes never hit (store/probes.py)."""
+    from store.probes import CATALOGUE, never_hit
+
+    missed = never_hit(hits)
+    hit = len(CATALOGUE) - len(missed)
+    lines = [f"  probes: {hit} of {len(CATALOGUE)} hit ({100 * hit // len(CATALOGUE)}%)"]
+    if missed:
+        lines.append(f"  never hit: {', '.join(missed)}")
+    return lines
 
 
 def _shrink_bar():

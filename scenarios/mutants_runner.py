@@ -38,6 +38,17 @@ PREFERRED: dict[str, tuple[str, ...]] = {
     "timer_no_queue_offset_clamp": ("timer-power-failure",),
     "timer_drop_after_first_failure": ("timer-put-failures",),
     "timer_read_time_early": ("timer-restart-during-put-retry",),
+    "timer_drop_after_3_retries": ("timer-put-failure-storm",),
+    "error_ends_level_task": ("rebuild-errors-4x",),
+    "correct_delay_offset_past_max": ("store-rollback",),
+    "correct_delay_offset_to_min": ("store-rollback",),
+    "ignore_client_max_reconsume": ("dozens-of-process-crashes",),
+    "reconsume_times_not_bumped": ("slow-listener-expired-retry",),
+    "timer_read_current_slot": ("timer-wheel-basic",),
+    "next_begin_plus_one": ("all-levels-under-load",),
+    "overflow_one_plus_one": ("slow-listener-expired-retry",),
+    "not_due_offset_plus_one": ("dozens-of-process-crashes",),
+    "overflow_badly_to_min": ("store-rollback",),
 }
 TIMER_PREFIX = "timer_"  # mutants of the timer wheel: only scenarios that send timer messages can reach it
 DEFAULT_MAX_SEEDS = 3
@@ -165,8 +176,15 @@ def _hunt(mutant, order, max_seeds, check, clean_verdicts, on_run, run_scenario)
 
 
 def format_list() -> list[str]:
-    width = max(len(name) for name in CATALOGUE)
-    return [f"{name:{width}}  {bug}" for name, bug in CATALOGUE.items()]
+    from store.mutants import LEFT_OUT
+
+    width = max(len(name) for name in (*CATALOGUE, *LEFT_OUT))
+    lines = [f"{name:{width}}  {bug}" for name, bug in CATALOGUE.items()]
+    counted = len([n for n in CATALOGUE if n not in FIDELITY_ONLY])
+    lines += ["", f"{counted} counted (caught by an invariant); fidelity only: {', '.join(FIDELITY_ONLY)}",
+              "", "left out (not counted):"]
+    lines += [f"{name:{width}}  {why}" for name, why in LEFT_OUT.items()]
+    return lines
 
 
 def all_accounted_for(outcomes: list[MutantOutcome]) -> bool:

@@ -453,6 +453,7 @@ def run_task(task: dict, check=None) -> dict:
             "lateness_p50_ms": late.get("p50"), "lateness_p99_ms": late.get("p99"), "lateness_max_ms": late.get("max"),
             "time_to_dlq_ms": dlq_times[:MAX_DLQ_SAMPLES],
             "time_to_dlq_p50_ms": percentile(dlq_times, 0.5), "time_to_dlq_max_ms": max(dlq_times) if dlq_times else None,
+            "probes_hit": sorted(summary.get("probes", {})),  # coverage probes (store/probes.py) this run reached
         })
     except (Exception, SystemExit) as error:  # a run that raises is a row, never a failed sweep
         row["error"] = describe_error(error)
@@ -474,7 +475,8 @@ def row_schema(spec_columns):
         "lateness_p50_ms", "lateness_p99_ms", "lateness_max_ms")]
     fields += [("time_to_dlq_ms", pa.list_(pa.int64())), ("time_to_dlq_p50_ms", pa.int64()),
                ("time_to_dlq_max_ms", pa.int64()), ("virtual_ms", pa.int64()), ("events", pa.int64()),
-               ("wall_s", pa.float64()), ("history_sha256", pa.string()), ("repro", pa.string())]
+               ("wall_s", pa.float64()), ("history_sha256", pa.string()), ("repro", pa.string()),
+               ("probes_hit", pa.list_(pa.string()))]
     return pa.schema(fields)
 
 

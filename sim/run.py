@@ -90,6 +90,7 @@ def run_scenario(scenario: Scenario, seed: int | None = None, *, era: str | None
         "disk": disk,
         "sim_steps": world.scheduler.steps,
         "verdict": verdict_of(invariants, sim_error, checked=check is not False),
+        "probes": world.probes.as_dict(),
     }
     if sim_error is not None:
         summary["simulator_error"] = sim_error

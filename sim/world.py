@@ -23,6 +23,7 @@ from store.disk import MemoryDisk
 from store.faults import BrokerCrash
 from store.log import DISK_DAMAGE, INFO, StoreLog
 from store.message import PROPERTY_DELAY_TIME_LEVEL, PROPERTY_TIMER_OUT_MS
+from store.probes import ProbeCollector
 from store.service import PeriodicService
 from store.subscription_group import SubscriptionGroupConfig
 from store.topic_config import TIMER_TOPIC, TopicConfig
@@ -64,6 +65,7 @@ class World:
         self.scenario = scenario
         self.seed = seed
         self.mutants = frozenset(mutants)
+        self.probes = ProbeCollector()  # coverage probes hit by this run: never history events
         self.faithful_polling = faithful_polling
         self.env = simpy.Environment()
         self.clock = SimClock(self.env)
@@ -143,6 +145,7 @@ class World:
             broker_config=self.broker_config, store_config=self.store_config, faults=self.faults,
             mutants=self.mutants, log=self.log_to("RocketmqBroker"),
         )
+        broker.attach_probes(self.probes)
         broker.message_store.unindexed_listeners.append(self._on_unindexed)
         timer = broker.timer_message_store
         if timer is not None:
@@ -495,6 +498,7 @@ class World:
             events=lambda kind, fields, o=owner: self._client_event(o, kind, fields),
             log=self.log_to(f"RocketmqClient@{owner}"),
         )
+        consumer.attach_probes(self.probes)
         consumer.subscribe(spec.topic, spec.subscription)
         executor = ConsumeExecutor(self, owner, consumer, spec, self.rngs.stream(f"{owner}/listener"))
         self.consumers[owner] = (consumer, executor)

@@ -17,6 +17,7 @@ from .disk import Disk
 from .faults import SITE_PUT, FaultInjector, check_crash
 from .log import DISK_DAMAGE, StoreLog, as_log
 from .mapped_file import MappedFileQueue
+from .probes import NO_PROBES
 from .put_status import AppendMessageResult, PutMessageResult, PutMessageStatus
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
@@ -24,6 +25,8 @@ _NOT_DISPATCHED = (codec.TRANSACTION_PREPARED_TYPE, codec.TRANSACTION_ROLLBACK_T
 
 
 class CommitLog:
+    probes = NO_PROBES  # the run's ProbeCollector when the world attaches one
+
     def __init__(
         self,
         disk: Disk,
@@ -265,6 +268,8 @@ class CommitLog:
 
     def _truncate(self, process_offset: int, max_phy_offset_of_cq: int, truncate_logic: Callable[[int], None]) -> None:
         self.mfq.flushed_where = process_offset
+        if self.mfq.get_max_offset() > process_offset:
+            self.probes.probe("store.recover_truncated_commitlog")
         self.mfq.truncate_dirty_files(process_offset)
         # Both tags, both modes: the consume queues are truncated only when they reach past the log (develop
         # truncates unconditionally, which gives an empty queue maxPhysicOffset = processOffset).

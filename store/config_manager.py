@@ -15,6 +15,7 @@ from collections.abc import Callable
 from .disk import Disk
 from .faults import NO_FAULTS, SITE_PERSIST_PREFIX, FaultInjector, check_crash
 from .log import DISK_DAMAGE, as_log
+from .probes import NO_PROBES
 
 PERSIST_4X = "4.x"  # 4.x – 5.0.0 MixAll.string2File: tmp file, copy to .bak, delete, rename
 PERSIST_5_3_3 = "5.3.3"  # 5.1.0 – 5.3.3 (#5905): copy to .bak, overwrite in place
@@ -58,6 +59,8 @@ class ConfigManager(ABC):
 
     ``load_events`` collects one short sentence per load (what was read, what fell back to
     ``.bak``) for the simulator's history; ``load_error`` says why the last load failed."""
+
+    probes = NO_PROBES  # the run's ProbeCollector when the world attaches one
 
     def __init__(
         self,
@@ -130,14 +133,17 @@ class ConfigManager(ABC):
         name = self.file_name
         data = self.disk.read_file(self.config_file_path)
         if data is None:
+            self.probes.probe("config.main_missing")
             return self.load_bak(f"{name} missing")
         if not data:
+            self.probes.probe("config.main_empty")
             return self.load_bak(f"{name} empty")
         reason = self._try_decode(data)
         if reason is None:
             self._event(f"{name} loaded")
             return True
         self.log.error(f"load {name} failed, and try to load backup file: {reason}", fault_site=DISK_DAMAGE)
+        self.probes.probe("config.main_unreadable")
         if self.persist_mode == PERSIST_DEVELOP:
             self.disk.delete(self.config_file_path)  # #9706: an invalid main file is removed
             return self.load_bak(f"{name} unreadable ({reason}), deleted")
@@ -153,8 +159,10 @@ class ConfigManager(ABC):
             return True
         reason = self._try_decode(data)
         if reason is None:
+            self.probes.probe("config.bak_used")
             self._event(f"{prefix}loaded .bak")
             return True
+        self.probes.probe("config.bak_unusable")
         self.load_error = f"{self.config_file_path}{BAK_SUFFIX} unreadable: {reason}"
         self._event(f"{prefix}{name}.bak unreadable ({reason}): load failed", unreadable=True)
         return False

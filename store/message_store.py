@@ -21,6 +21,7 @@ from .disk import Disk
 from .faults import NO_FAULTS, FaultInjector
 from .log import DISK_DAMAGE, StoreLog, as_log
 from .mapped_file import StoreLoadError
+from .probes import NO_PROBES
 from .put_status import PutMessageResult, PutMessageStatus
 from .service import PeriodicService
 
@@ -64,6 +65,8 @@ def _indexes(cq: ConsumeQueue, req: codec.DispatchRequest) -> bool:
 
 
 class DefaultMessageStore:
+    probes = NO_PROBES  # the run's ProbeCollector when the world attaches one
+
     def __init__(
         self,
         disk: Disk,
@@ -81,6 +84,8 @@ class DefaultMessageStore:
         self.faults = faults
         self.log = as_log(log, "DefaultMessageStore")
         self.mutants = frozenset(mutants)
+        self.m_overflow_one_plus_one = "overflow_one_plus_one" in self.mutants
+        self.m_next_begin_plus_one = "next_begin_plus_one" in self.mutants
         self.delay_level_table_ms = parse_delay_level(self.config.message_delay_level)
         self.checkpoint: StoreCheckpoint | None = None
         self.commit_log: CommitLog | None = None
@@ -110,6 +115,7 @@ class DefaultMessageStore:
             self.disk, self.config, self.clock, self.faults, self.checkpoint, self.delay_level_table_ms, self.log,
             mutants=self.mutants,
         )
+        self.commit_log.probes = self.probes  # made at load: after the world attached the run's collector
         try:
             self.commit_log.load()
             self._load_consume_queues()
@@ -144,11 +150,14 @@ class DefaultMessageStore:
         for cq in self._all_consume_queues():
             cq.recover()
             max_phy_of_cq = max(max_phy_of_cq, cq.max_physic_offset)
+        if not last_exit_ok:
+            self.probes.probe("store.recover_abnormally")
         recover = self.commit_log.recover_normally if last_exit_ok else self.commit_log.recover_abnormally
         recover(max_phy_of_cq, self._dispatch, self._truncate_dirty_logic_files, self._destroy_logics)
         self._recover_topic_queue_table()
 
     def _truncate_dirty_logic_files(self, phy_offset: int) -> None:
+        self.probes.probe("store.recover_truncated_cq")
         for cq in self._all_consume_queues():
             cq.truncate_dirty_logic_files(phy_offset)
 
@@ -212,6 +221,8 @@ class DefaultMessageStore:
             if answer is not None:
                 return answer
         result = self.commit_log.put_message(msg)
+        if result.fault_site is not None:
+            self.probes.probe("store.put_failed")
         if result.is_ok:
             for listener in self.put_listeners:
                 listener(msg, result)
@@ -351,10 +362,14 @@ class DefaultMessageStore:
             result.status, result.next_begin_offset = GetMessageStatus.NO_MESSAGE_IN_QUEUE, 0
         elif offset < min_offset:
             result.status, result.next_begin_offset = GetMessageStatus.OFFSET_TOO_SMALL, min_offset
+            self.probes.probe("store.get_offset_too_small")
         elif offset == max_offset:
             result.status = GetMessageStatus.OFFSET_OVERFLOW_ONE
+            if self.m_overflow_one_plus_one:
+                result.next_begin_offset = offset + 1  # the mutant: the next message is skipped
         elif offset > max_offset:
             result.status, result.next_begin_offset = GetMessageStatus.OFFSET_OVERFLOW_BADLY, max_offset
+            self.probes.probe("store.get_offset_overflow_badly")
         else:
             buf = cq.get_index_buffer(offset)
             if buf is None:
@@ -383,6 +398,7 @@ class DefaultMessageStore:
             raw = self.commit_log.get_message(offset_py, size_py) if size_py > 0 else None
             msg = codec.decode_message(raw, 0) if raw else None
             if msg is None:
+                self.probes.probe("store.get_message_unreadable")
                 if not result.messages:
                     result.status = GetMessageStatus.MESSAGE_WAS_REMOVING
                 next_phy_file_start = self.commit_log.roll_next_file(offset_py)
@@ -392,7 +408,7 @@ class DefaultMessageStore:
             result.status = GetMessageStatus.FOUND
             next_phy_file_start = None
             i += CQ_STORE_UNIT_SIZE
-        result.next_begin_offset = offset + i // CQ_STORE_UNIT_SIZE
+        result.next_begin_offset = offset + i // CQ_STORE_UNIT_SIZE + (1 if self.m_next_begin_plus_one else 0)
 
 
 class ReputMessageService:

@@ -96,6 +96,10 @@ class ScheduleMessageService(ConfigManager):
         self.m_no_correct_deliver_timestamp = "no_correct_deliver_timestamp" in mutants
         self.m_correct_delay_offset_skips_missing_cq = "correct_delay_offset_skips_missing_cq" in mutants
         self.m_resend_exception_escapes = "resend_exception_escapes" in mutants
+        self.m_error_ends_level_task = "error_ends_level_task" in mutants
+        self.m_not_due_offset_plus_one = "not_due_offset_plus_one" in mutants
+        self.m_correct_delay_offset_past_max = "correct_delay_offset_past_max" in mutants
+        self.m_correct_delay_offset_to_min = "correct_delay_offset_to_min" in mutants
 
     # --- ConfigManager -------------------------------------------------------------------
     def encode(self, pretty: bool = True) -> str:
@@ -139,7 +143,12 @@ class ScheduleMessageService(ConfigManager):
                 cq = self.store.find_consume_queue(SCHEDULE_TOPIC, queue_id)
             low, high = cq.get_min_offset_in_queue(), cq.get_max_offset_in_queue()
             corrected = low if offset < low else high if offset > high else offset
+            if self.m_correct_delay_offset_past_max and offset > high:
+                corrected = high + 1  # the mutant's off-by-one: one past the queue's max offset
+            if self.m_correct_delay_offset_to_min and offset > high:
+                corrected = low  # the mutant's swapped branches
             if corrected != offset:
+                self.probes.probe("delay.correct_delay_offset")
                 self.log.error(f"schedule CQ offset invalid, level {level}: correct delay offset from {offset} to {corrected}", fault_site=DISK_DAMAGE)
                 self.offset_table[level] = corrected
 
@@ -196,7 +205,10 @@ class ScheduleMessageService(ConfigManager):
         if self.m_no_correct_deliver_timestamp:
             return deliver_ms
         max_ms = now_ms + self.delay_level_table_ms.get(level, 1000)
-        return now_ms if deliver_ms > max_ms else deliver_ms
+        if deliver_ms > max_ms:
+            self.probes.probe("delay.correct_deliver_timestamp")
+            return now_ms
+        return deliver_ms
 
     # --- building and putting the real message ------------------------------------------
     def message_timeup(self, msg_ext: codec.MessageExt) -> codec.MessageExt:
@@ -250,10 +262,11 @@ class DeliverDelayedMessageTimerTask:
         self.at_mono_ms = at_mono_ms
         self._now_mono = at_mono_ms
         self.idle: tuple | None = None  # ("data",) or ("due", tags_code): what the last poll waited for
+        self.dead = False  # mutant error_ends_level_task: an Error ended this level's self-rescheduling chain
 
     def next_wakeup_ms(self) -> int | None:
         svc = self.svc
-        if not svc.started:
+        if not svc.started or self.dead:
             return None
         if not svc.idle_skip or self.idle is None:
             return self.at_mono_ms
@@ -274,7 +287,7 @@ class DeliverDelayedMessageTimerTask:
         return self.at_mono_ms + polls * DELAY_FOR_A_WHILE_MS
 
     def step(self, mono_ms: int) -> None:
-        if mono_ms < self.at_mono_ms or not self.svc.started:
+        if mono_ms < self.at_mono_ms or not self.svc.started or self.dead:
             return
         if self.idle is not None and self.idle[0] == "due" and not self.svc.era4:
             skipped = (mono_ms - self.at_mono_ms) // DELAY_FOR_A_WHILE_MS
@@ -308,6 +321,7 @@ class DeliverDelayedMessageTimerTask:
             elif cq.get_max_offset_in_queue() < self.offset:
                 reset = cq.get_max_offset_in_queue()
             if reset != self.offset:
+                svc.probes.probe("delay.cq_offset_reset")
                 svc.log.error(f"schedule CQ offset invalid. offset={self.offset}, level={level}, reset to {reset}", fault_site=DISK_DAMAGE)
             else:
                 self.idle = ("data",)
@@ -331,14 +345,16 @@ class DeliverDelayedMessageTimerTask:
                         self.idle = ("due", tags_code)
                     self.schedule_next(curr_offset, DELAY_FOR_A_WHILE_MS)
                     if not svc.era4:
-                        svc.update_offset(level, curr_offset)
+                        svc.update_offset(level, curr_offset + (1 if svc.m_not_due_offset_plus_one else 0))
                     return
                 msg_ext = store.look_message_by_offset(phy, size)
                 if msg_ext is None:
+                    svc.probes.probe("delay.message_unreadable")
                     continue  # commit log expired / unreadable: skipped silently
                 try:
                     inner = svc.message_timeup(msg_ext)
                 except MESSAGE_TIMEUP_ERRORS as error:
+                    svc.probes.probe("delay.timeup_error")
                     if not svc.m_drop_on_exception:
                         raise
                     svc.log.error(f"messageTimeup execute error, drop it. msgId={msg_ext.uniq_key} {error!r}", error,
@@ -353,10 +369,17 @@ class DeliverDelayedMessageTimerTask:
                     delivered = self._sync_deliver(inner, curr_offset, tags_code)
                 if not delivered:
                     retry_at = curr_offset + 1 if (svc.m_skip_failed_delivery and not svc.era4) else curr_offset
+                    svc.probes.probe("delay.deliver_failed_skip" if retry_at != curr_offset
+                                     else "delay.deliver_failed_retry")
                     self.schedule_next(retry_at, DELAY_FOR_A_WHILE_MS)
                     return
             next_offset = self.offset + scanned
         except MESSAGE_TIMEUP_ERRORS as error:
+            if svc.m_error_ends_level_task:
+                # < 5.3.0 (#8124): run() caught only Exception; an Error left it and the chain was never rescheduled.
+                svc.log.error(f"level {level} task ended by {error!r}", error, DISK_DAMAGE)
+                self.dead = True
+                return
             # E3: nextOffset still names the failing unit (retried); E4/E5: it is already past it (skipped).
             svc.log.error(f"ScheduleMessageService, messageTimeup execute error, offset={next_offset}: {error!r}", error,
                           DISK_DAMAGE)
@@ -468,9 +491,11 @@ class HandlePutResultTask:
             head.status = "SKIP" if head.resend_count > 2 * svc.max_resend_num_to_block else "EXCEPTION"
             svc.log(f"ScheduleMessageService resend not found message, level {self.level} offset {head.offset}")
             return
+        svc.probes.probe("delay.async_resend")
         try:
             inner = svc.message_timeup(msg_ext)
         except (KeyError, ValueError) as error:  # what messageTimeup can throw here (REAL_QID, a corrupt read)
+            svc.probes.probe("delay.async_resend_error")
             head.status = "EXCEPTION"
             svc.log(f"Resend message error, level {self.level} offset {head.offset}: {error!r}")
             if svc.m_resend_exception_escapes:

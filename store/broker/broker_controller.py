@@ -104,6 +104,7 @@ class BrokerController:
         self.pull_processor = PullMessageProcessor(
             self.message_store, self.topic_config_manager, self.subscription_group_manager,
             self.consumer_offset_manager,
+            overflow_badly_to_min="overflow_badly_to_min" in mutants,
         )
         self.schedule_message_service.mono_now = lambda: self.pull_processor.now_mono_ms
         # The 5.x timer wheel (ROCKETMQ.md 7); 4.x has none, and its put hook routes delay levels only.
@@ -155,6 +156,14 @@ class BrokerController:
         timer = self.timer_message_store.services if self.timer_message_store is not None else []
         return [*self.message_store.services, *self.schedule_message_service.services,
                 self.offset_persist_service, self.hold_service, *timer]
+
+    def attach_probes(self, probes) -> None:
+        """Give this broker's components the run's ProbeCollector (store/probes.py)."""
+        for component in (self.topic_config_manager, self.subscription_group_manager, self.consumer_offset_manager,
+                          self.message_store, self.schedule_message_service,
+                          self.send_processor, self.pull_processor, self.timer_message_store):
+            if component is not None:
+                component.probes = probes
 
     def shutdown(self) -> None:
         """Graceful stop, in each tag's order.

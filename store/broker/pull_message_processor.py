@@ -16,6 +16,7 @@ from ..client.api import (
 from ..consumer_offset import ConsumerOffsetManager
 from ..message import tags_string_to_tags_code
 from ..message_store import DefaultMessageStore, GetMessageStatus
+from ..probes import NO_PROBES
 from ..subscription_group import SubscriptionGroupManager
 from ..topic_config import TopicConfigManager, is_readable
 
@@ -56,6 +57,8 @@ class _HeldRequest:
 
 
 class PullMessageProcessor:
+    probes = NO_PROBES  # the run's ProbeCollector when the world attaches one
+
     def __init__(
         self,
         store: DefaultMessageStore,
@@ -113,6 +116,8 @@ class PullMessageProcessor:
         else:
             code = _STATUS_TO_CODE[got.status]
         next_begin = got.next_begin_offset
+        if code == ResponseCode.PULL_OFFSET_MOVED:
+            self.probes.probe("broker.pull_offset_moved")
         if got.status == GetMessageStatus.OFFSET_OVERFLOW_BADLY and self.overflow_badly_to_min and got.min_offset == 0:
             next_begin = 0  # <= 4.9.3 (#4215): the whole queue is consumed again
         return code, PullResult(_CODE_TO_PULL_STATUS[code], next_begin, got.min_offset, got.max_offset,

@@ -18,6 +18,7 @@ from ..client.api import MQBrokerException, ResponseCode
 from ..faults import SITE_SEND_BACK, check_crash
 from ..log import as_log
 from ..message_store import DefaultMessageStore
+from ..probes import NO_PROBES
 from ..put_status import PutMessageResult, PutMessageStatus
 from ..subscription_group import SubscriptionGroupManager
 from ..topic_config import (
@@ -46,6 +47,8 @@ _STATUS_TO_CODE = {
 
 
 class SendMessageProcessor:
+    probes = NO_PROBES  # the run's ProbeCollector when the world attaches one
+
     def __init__(
         self,
         store: DefaultMessageStore,
@@ -69,6 +72,8 @@ class SendMessageProcessor:
         self.m_dlq_threshold_gt = "dlq_threshold_gt" in mutants
         self.m_retry_level_2_plus_r = "retry_level_2_plus_r" in mutants
         self.m_fallback_dlq_ge = "fallback_dlq_ge" in mutants
+        self.m_ignore_client_max_reconsume = "ignore_client_max_reconsume" in mutants
+        self.m_reconsume_times_not_bumped = "reconsume_times_not_bumped" in mutants
         self.dlq_perm = PERM_WRITE | PERM_READ  # 4.9.2+ (#2436); PERM_WRITE only before
 
     def _goes_to_dlq(self, reconsume_times: int, max_reconsume_times: int) -> bool:
@@ -124,7 +129,10 @@ class SendMessageProcessor:
             max_reconsume_times = int(header_max)
         reconsume_times = int(msg.properties.get(codec.PROPERTY_RECONSUME_TIME) or 0)
         msg.reconsume_times = reconsume_times
-        if self._fallback_goes_to_dlq(reconsume_times, max_reconsume_times):
+        if not self._fallback_goes_to_dlq(reconsume_times, max_reconsume_times):
+            self.probes.probe("broker.fallback_retry")
+        else:
+            self.probes.probe("broker.fallback_dlq")
             dlq = get_dlq_topic(group)
             tc = self.topics.create_topic_in_send_message_back_method(dlq, DLQ_NUMS_PER_GROUP, self.dlq_perm, 0)
             if tc is None:
@@ -166,9 +174,10 @@ class SendMessageProcessor:
         if codec.PROPERTY_RETRY_TOPIC not in props:
             props[codec.PROPERTY_RETRY_TOPIC] = msg_ext.topic
         props[codec.PROPERTY_WAIT_STORE_MSG_OK] = "false"
-        if max_reconsume_times is None:
+        if max_reconsume_times is None or self.m_ignore_client_max_reconsume:
             max_reconsume_times = sgc.retry_max_times
         if self._goes_to_dlq(msg_ext.reconsume_times, max_reconsume_times) or delay_level < 0:
+            self.probes.probe("broker.send_back_to_dlq")
             new_topic = get_dlq_topic(group)
             queue_id = self.rng.randrange(1 << 31) % DLQ_NUMS_PER_GROUP
             tc = self.topics.create_topic_in_send_message_back_method(new_topic, DLQ_NUMS_PER_GROUP, self.dlq_perm, 0)
@@ -192,7 +201,7 @@ class SendMessageProcessor:
             born_timestamp=msg_ext.born_timestamp,
             born_host=msg_ext.born_host,
             store_host=msg_ext.store_host,
-            reconsume_times=msg_ext.reconsume_times + 1,
+            reconsume_times=msg_ext.reconsume_times + (0 if self.m_reconsume_times_not_bumped else 1),
         )
         result = self.store.put_message(inner)
         if not result.is_ok:

@@ -129,10 +129,12 @@ class ConsumeMessageConcurrentlyService:
             failed: list[MessageExt] = []
             for msg in msgs[ack_index + 1 :]:
                 if consumer.check_contains_message and not request.process_queue.contains_message(msg):
+                    consumer.probes.probe("client.result_of_removed_message")
                     consumer.log(f"Message is not found in its process queue; skip send-back-procedure, "
                                  f"queueOffset={msg.queue_offset}")
                     continue  # 5.1.0+ (#5481): cleanExpireMsg already sent it back
                 if not self.send_message_back(msg, context):
+                    consumer.probes.probe("client.send_back_failed")
                     msg.reconsume_times += 1
                     failed.append(msg)
             if failed and not consumer.m_commit_on_failed_send_back:
@@ -159,5 +161,10 @@ class ConsumeMessageConcurrentlyService:
     # --- expired messages --------------------------------------------------------------------------------
     def clean_expire_msg(self) -> None:
         consumer = self.consumer
+
+        def send_back(msg: MessageExt, delay_level: int) -> None:
+            consumer.probes.probe("client.expired_message_sent_back")
+            consumer.send_message_back(msg, delay_level)
+
         for pq in list(consumer.rebalance_impl.process_queue_table.values()):
-            pq.clean_expire_msg(consumer.consume_timeout_min, consumer.send_message_back, consumer.log)
+            pq.clean_expire_msg(consumer.consume_timeout_min, send_back, consumer.log)

@@ -25,6 +25,7 @@ from ..message import (
     MessageExt,
 )
 from ..mutants import validate
+from ..probes import NO_PROBES
 from ..service import PeriodicService
 from .api import (
     BROADCASTING,
@@ -75,6 +76,8 @@ EventSink = Callable[[str, dict], None]
 
 
 class DefaultMQPushConsumer:
+    probes = NO_PROBES  # the run's ProbeCollector when the world attaches one (attach_probes)
+
     def __init__(
         self,
         api: BrokerClientApi,
@@ -385,6 +388,7 @@ class DefaultMQPushConsumer:
         """4.9.8 sets the offset; 5.2.0+ sets and freezes it (in-flight increase-only updates cannot undo it)
         and rebalances at once, so the queue is pulled again from the fixed offset without waiting 20 s."""
         mq = pull_request.message_queue
+        self.probes.probe("client.offset_illegal_fixed")
         if self.era4:
             self.offset_store.update_offset(mq, pull_request.next_offset, False)
         else:
@@ -424,6 +428,9 @@ class DefaultMQPushConsumer:
         return ran
 
     # --- send-back ---------------------------------------------------------------------------------------
+    def attach_probes(self, probes) -> None:
+        self.probes = probes
+
     def send_message_back(self, msg: MessageExt, delay_level: int, broker_name: str | None = None) -> None:
         """Ask the broker to store a retry copy; if it fails, send one through the internal producer.
 
@@ -436,6 +443,7 @@ class DefaultMQPushConsumer:
         else:
             self.emit_send_back(msg, delay_level, "ok", "broker")
             return
+        self.probes.probe("client.producer_fallback")
         retry = self.build_retry_message(msg)
         try:
             self.default_mq_producer.send(retry)

@@ -35,6 +35,7 @@ from ..faults import SITE_TIMER_DEQUEUE_PUT, check_crash
 from ..log import DISK_DAMAGE, as_log
 from ..mapped_file import StoreLoadError
 from ..message_store import DefaultMessageStore
+from ..probes import NO_PROBES
 from ..put_status import PutMessageResult, PutMessageStatus
 from ..service import PeriodicService
 from ..topic_config import TIMER_TOPIC
@@ -183,6 +184,8 @@ class LatchWait:
 
 
 class TimerMessageStore:
+    probes = NO_PROBES  # the run's ProbeCollector when the world attaches one
+
     def __init__(
         self,
         store: DefaultMessageStore,
@@ -256,6 +259,8 @@ class TimerMessageStore:
         # Mutants, read once.
         self.m_no_queue_offset_clamp = "timer_no_queue_offset_clamp" in mutants
         self.m_drop_after_first_failure = "timer_drop_after_first_failure" in mutants
+        self.m_drop_after_3_retries = "timer_drop_after_3_retries" in mutants
+        self.m_read_current_slot = "timer_read_current_slot" in mutants
         self.m_read_time_early = "timer_read_time_early" in mutants
 
     # --- load and recovery (7.6) -----------------------------------------------------------------------------
@@ -286,6 +291,8 @@ class TimerMessageStore:
         self.curr_queue_offset = min(self.curr_queue_offset, cp.master_timer_queue_offset)
         cq = self.store.get_consume_queue(TIMER_TOPIC, 0)
         if cq is not None and not self.m_no_queue_offset_clamp:  # 5.3.2+ (#7480)
+            if not cq.get_min_offset_in_queue() <= self.curr_queue_offset <= cq.get_max_offset_in_queue():
+                self.probes.probe("timer.queue_offset_clamped")
             if self.curr_queue_offset < cq.get_min_offset_in_queue():
                 self.log.warn(f"Timer currQueueOffset:{self.curr_queue_offset} is smaller than minOffsetInQueue:"
                          f"{cq.get_min_offset_in_queue()}")
@@ -446,6 +453,12 @@ class TimerMessageStore:
         if result.append is not None and result.append.topic == TIMER_TOPIC:
             self.last_timer_topic_put_mono_ms = self.mono_now()
 
+    def read_caught_up(self) -> bool:
+        """The dequeue waits while the read time has reached the write time (the current slot is not over)."""
+        if self.m_read_current_slot:
+            return self.curr_read_time_ms > self.curr_write_time_ms  # the mutant's '>' reads the current slot
+        return self.curr_read_time_ms >= self.curr_write_time_ms
+
     def move_read_time(self) -> None:
         self.curr_read_time_ms += self.precision_ms
         self.commit_read_time_ms = self.curr_read_time_ms
@@ -480,9 +493,10 @@ class TimerMessageStore:
         congest = self.timer_wheel.get_num(deliver_ms) if self.timer_wheel is not None else 0
         if congest <= limit:
             return False
-        if congest >= limit * 2:
-            return True
-        return self.rng.randrange(1000) > 1000 * (congest - limit) / (limit + 0.1)
+        reject = congest >= limit * 2 or self.rng.randrange(1000) > 1000 * (congest - limit) / (limit + 0.1)
+        if reject:
+            self.probes.probe("timer.flow_control")
+        return reject
 
     # --- reading messages ------------------------------------------------------------------------------------
     def get_message_by_commit_offset(self, offset_py: int, size_py: int) -> codec.MessageExt | None:
@@ -552,6 +566,7 @@ class TimerMessageStore:
         p, window = self.precision_ms, self.timer_roll_window_slots
         magic = MAGIC_DEFAULT
         if delayed_time_ms - w >= window * p:
+            self.probes.probe("timer.roll")
             magic |= MAGIC_ROLL
             if delayed_time_ms - w - window * p < window // 3 * p:
                 delayed_time_ms = w + window // 2 * p  # give enough time to the next roll
@@ -942,7 +957,7 @@ class TimerDequeueGetService:
             return self.latch_wait.wakeup_ms()
         if not self.idle or not ts.idle_skip:
             return self.at_mono_ms
-        if ts.curr_read_time_ms >= ts.curr_write_time_ms:
+        if ts.read_caught_up():
             return None  # the enqueue put service moves the write time, and the driver asks again then
         changed_ms = ts.write_time_passed_mono_ms + (1 if ts.write_time_passed_after_dequeue_turn else 0)
         return grid_at_or_after(self.at_mono_ms, changed_ms, ts.poll_interval_ms)
@@ -971,7 +986,7 @@ class TimerDequeueGetService:
                 if not ts.m_read_time_early:
                     ts.move_read_time()
                 continue
-            if not ts.should_running_dequeue or ts.curr_read_time_ms >= ts.curr_write_time_ms:
+            if not ts.should_running_dequeue or ts.read_caught_up():
                 self.idle = True
                 self.at_mono_ms = mono_ms + ts.poll_interval_ms
                 return
@@ -1063,6 +1078,7 @@ class TimerDequeuePutMessageService:
                 tr = lst[self.get_index]
                 msg = ts.get_message_by_commit_offset(tr.offset_py, tr.size_py)
                 if msg is None:
+                    ts.probes.probe("timer.get_msg_miss")
                     ts.log.warn(f"dequeue_get_msg_miss: offsetPy {tr.offset_py} sizePy {tr.size_py}; dropped")
                     tr.idempotent_release(mono_ms)
                 elif need_delete(tr.magic) and not need_roll(tr.magic):
@@ -1106,6 +1122,7 @@ class TimerDequeuePutMessageService:
             try:
                 w.inner = ts.convert(msg_ext, tr.enqueue_time_ms, roll)
             except ValueError as error:
+                ts.probes.probe("timer.unknown_error")
                 ts.log.warn(f"Unknown error while converting a due timer message: {error}", error)
                 if ts.config.timer_skip_unknown_error:
                     self._done(w, mono_ms)
@@ -1120,12 +1137,16 @@ class TimerDequeuePutMessageService:
             if code == PUT_OK:
                 break
             if code == PUT_NO_RETRY:
+                ts.probes.probe("timer.put_no_retry")
                 ts.log.warn(f"Skipping message due to unrecoverable error ({result.status if result else 'delete'}). "
                        f"Msg: {w.inner.uniq_key}")
                 break
             w.retry_count += 1
+            ts.probes.probe("timer.put_retry")
             if ts.m_drop_after_first_failure or (
-                    not ts.config.timer_enable_retry_until_success and w.retry_count >= 3):
+                    (ts.m_drop_after_3_retries or not ts.config.timer_enable_retry_until_success)
+                    and w.retry_count >= 3):
+                ts.probes.probe("timer.put_gave_up")
                 ts.log.error(f"Message processing failed after {w.retry_count} retries. Msg: {w.inner.uniq_key}")
                 break
             w.wake_at_ms = mono_ms + held_ms + ts.retry_sleep_ms

@@ -176,6 +176,7 @@ def test_local_sweep_writes_rows_cells_and_marginals(spark, tmp_path):
     # a row is the same run as one made in this process: same history, byte for byte
     doc = tomllib.loads(open(os.path.join(out, "scenarios", row["cell_id"] + ".toml")).read())
     local = run_scenario(scenario_from_dict(doc, "t"), 3)
+    assert list(row["probes_hit"]) == sorted(local.summary["probes"]) and "store.recover_abnormally" in row["probes_hit"]
     assert local.summary["history_sha256"] == row["history_sha256"]
     assert row["repro"] == f"rmqsim run {os.path.join(out, 'scenarios', row['cell_id'] + '.toml')} --seed 3"
     # cells: 2 of 4 runs violated in each cell; Wilson 95% interval
