@@ -88,6 +88,17 @@ NOT_MODELLED: dict[str, str] = {
     "correct_delay_offset_skips_missing_cq": "needs lost consume-queue directories, which the model does not have",
     "resend_exception_escapes": "asynchronous delivery is not modelled",
     "physic_ts_every_flush": "the checkpoint and abnormal recovery are not modelled",
+    "correct_delay_offset_past_max": "needs a delay offset past its queue (a rollback), which the model does not have",
+    "correct_delay_offset_to_min": "needs a delay offset past its queue (a rollback), which the model does not have",
+    "error_ends_level_task": "a Java Error while rebuilding a message is not an action of the model",
+    "ignore_client_max_reconsume": "the model has one max-retries bound, shared by client and broker",
+    "next_begin_plus_one": "pulls are one message at a time in the model; nextBeginOffset is not modelled",
+    "not_due_offset_plus_one": "the model's levels have no not-yet-due polling branch (a message is due or waits)",
+    "overflow_badly_to_min": "pull offsets past the queue (OFFSET_OVERFLOW_BADLY) are not modelled",
+    "overflow_one_plus_one": "pull offsets past the queue (OFFSET_OVERFLOW_ONE) are not modelled",
+    "reconsume_times_not_bumped": "not yet modelled: the model counts attempts, not the stored reconsumeTimes",
+    "timer_drop_after_3_retries": "the timer wheel is not modelled",
+    "timer_read_current_slot": "the timer wheel is not modelled",
 }
 
 
