@@ -28,6 +28,7 @@ MAX_VIOLATIONS = 50
 SEND_BACK_TO_DLQ_MS = 1000  # a dead letter is stored in the same step as its send-back; allow scheduling slack
 SETTLE_AFTER_FAULT_MS = 15_000  # lateness is judged only for messages due this long after the last fault
 PULL_BATCH_UNITS = 32  # DefaultMQPushConsumer.pullBatchSize: consume-queue units one pull reads at most
+TIMER_TOPIC = "rmq_sys_wheel_timer"  # TimerMessageStore.TIMER_TOPIC: the topic timer messages wait in
 
 
 @dataclass(frozen=True)
@@ -137,6 +138,7 @@ class _Index:
         cuts = self.power_crashes + [c for c in self.broker_crashes if c.get("site") == "store_rollback"]
         self.queue_cuts = sorted((c["seq"], next((r["seq"] for r in self.restarts if r["seq"] > c["seq"]), None))
                                  for c in cuts)
+        self.timer_offset_skips = self._timer_offset_skips(cuts)
 
     def _stale_units_after_power_failure(self) -> list[dict]:
         """Copies a recovery could not index: after a power failure a consume queue may hold stale units that
@@ -146,6 +148,45 @@ class _Index:
             return []
         first_power = self.power_crashes[0]["seq"]
         return [e for e in self.by_kind["cq_unindexed"] if e["seq"] > first_power]
+
+    def _timer_offset_skips(self, cuts: list[dict]) -> list[tuple[int, int | None, int]]:
+        """(restart seq, seq of the next cut or None, queue-offset bound) for each store rollback that left no
+        copy in the timer topic's consume queue while config/timercheck kept today's lastTimerQueueOffset.
+        TimerMessageStore.recover (5.3.3) takes currQueueOffset from the checkpoint and clamps it to the queue's
+        [min, max] (#7480) only when ``getConsumeQueue(TIMER_TOPIC, 0) != null``; with the queue gone there is no
+        clamp, and enqueue reads the recreated queue from that stale offset on. The bound is one past the highest
+        timer-topic queue offset stored before the rollback (the checkpoint holds at most that)."""
+        skips = []
+        lost: set[str] = set()
+        rollbacks = self.by_kind["store_rollback"]
+        ordered = sorted(cuts, key=lambda c: c["seq"])
+        for i, crash in enumerate(ordered):
+            if crash.get("site") != "store_rollback":
+                continue
+            rollback = next((r for r in rollbacks if r["seq"] > crash["seq"]), None)
+            if rollback is None:
+                continue
+            lost.update(rollback["lost_msg_ids"])
+            before = [e for e in self.by_kind["store"]
+                      if e["topic"] == TIMER_TOPIC and e["seq"] < crash["seq"]]
+            if not before or any(e["msg_id"] not in lost for e in before):
+                continue  # a timer copy survived: the queue exists and the #7480 clamp applies
+            restart = next((r["seq"] for r in self.restarts if r["seq"] > crash["seq"]), None)
+            if restart is None:
+                continue
+            until = ordered[i + 1]["seq"] if i + 1 < len(ordered) else None
+            skips.append((restart, until, max(e["queue_offset"] for e in before) + 1))
+        return skips
+
+    def skipped_by_a_stale_timer_queue_offset(self, msg_id: str, after_seq: int = -1) -> bool:
+        """A store rollback removed the timer topic's consume queue but not config/timercheck: the restarted
+        broker's timer enqueue starts at the checkpoint's lastTimerQueueOffset, unclamped because the queue is
+        null at recovery (TimerMessageStore.recover, 5.3.3), so timer copies stored into the recreated queue
+        below that offset are never put on the wheel. Covers timer-topic copies stored after that restart (and
+        before the next cut) below the bound."""
+        return any(e["topic"] == TIMER_TOPIC and e["seq"] > restart and (until is None or e["seq"] < until)
+                   and e["queue_offset"] < bound
+                   for e in self._stores(msg_id, after_seq) for restart, until, bound in self.timer_offset_skips)
 
     def _torn_timer_slots(self) -> list[tuple[int, int]]:
         """(slot_ms, seq of the power failure) for each torn timer-log unit a recovery after one relinked."""
@@ -184,6 +225,7 @@ class _Index:
                 or self.lost_to_power_failure(msg_id, after_seq)
                 or self.behind_a_torn_timer_unit(msg_id, after_seq)
                 or self.behind_a_stale_unit(msg_id, after_seq)
+                or self.skipped_by_a_stale_timer_queue_offset(msg_id, after_seq)
                 or (group is not None and self.below_a_committed_offset(msg_id, group, after_seq)))
 
     def _stores(self, msg_id: str, after_seq: int) -> list[dict]:

@@ -195,6 +195,46 @@ def test_no_loss_fails_below_a_committed_offset_without_a_rollback_or_at_or_past
     assert_fails("no_loss", h.drain(10_000), A, "neither consumed it successfully nor dead-lettered")
 
 
+TIMER = "rmq_sys_wheel_timer"
+
+
+def _timer_rollback(lost_before: tuple[int, ...], new_offset: int, roll: bool = True) -> H:
+    """Timer copies at the timer topic's offsets 0..2 before a fault, then A's timer copy stored after it."""
+    h = H()
+    before = [f"PRE{i:05d}" for i in range(3)]
+    for i, m in enumerate(before):
+        h.send(10 * i, m).store(10 * i, m, topic=TIMER, queue_offset=i)
+    if roll:
+        rollback(h, 1000, lost=[before[i] for i in lost_before])
+    else:
+        h.crash(1000).restart(3000)
+    h.send(3100, A).store(3100, A, topic=TIMER, queue_offset=new_offset)
+    h.events[-1]["timer_out_ms"] = B0 + 5000
+    return h.drain(10_000)
+
+
+def test_no_loss_holds_for_a_timer_copy_below_a_stale_timer_queue_offset_after_a_rollback():
+    # The rollback removed every timer copy (the timer CQ is gone) but config/timercheck keeps offset 3:
+    # 5.3.3's recover clamps currQueueOffset only for a non-null CQ, so the refilled offsets 0..2 are skipped.
+    h = _timer_rollback(lost_before=(0, 1, 2), new_offset=0)
+    assert assert_holds("no_loss", h)["checked"] == 4  # PRE*: rolled back; A: behind the stale timer offset
+
+
+def _lost_ids(h: H) -> set[str]:
+    v = check_events(h.events, ctx())["no_loss"]
+    assert not v["holds"]
+    return {x["msg_id"] for x in v["violations"]}
+
+
+def test_no_loss_fails_for_a_timer_copy_when_the_timer_queue_survived_or_at_the_checkpointed_offset():
+    # one timer copy survived the rollback: the CQ exists at recovery and the #7480 clamp applies
+    assert A in _lost_ids(_timer_rollback(lost_before=(0, 1), new_offset=1))
+    # at or past the highest offset the checkpoint can hold: enqueue reads it
+    assert _lost_ids(_timer_rollback(lost_before=(0, 1, 2), new_offset=3)) == {A}
+    # a plain crash keeps the timer queue
+    assert A in _lost_ids(_timer_rollback(lost_before=(), new_offset=0, roll=False))
+
+
 def stale_unit(h: H, t: int, queue_offset: int, unit_phy_offset=5000, msg_id=M2) -> H:
     return h.add(t, "cq_unindexed", msg_id=msg_id, topic="T", queue_id=0, queue_offset=queue_offset,
                  phy_offset=4000, unit_phy_offset=unit_phy_offset)
