@@ -48,6 +48,9 @@ def where_sentence(state: dict) -> str:
                 f"but that copy is not in the commit log")
     if s == "waiting_timer":
         return f"waiting in the timer wheel until {_date(state['deliver_ms'])} (broker clock) for {state['real_topic']}"
+    if s == "timer_read_past":
+        return (f"the timer wheel read its slot (deliver {_date(state['deliver_ms'])}, timercheck read time "
+                f"{_date(state['timer_read_ms'])}), but its copy in {state['real_topic']} is not in the commit log")
     parts = []
     for group, done in state["consumed_by"].items():
         committed = state["committed"][group]

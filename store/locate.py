@@ -94,7 +94,14 @@ def locate_message(doc: dict, key: str, *, delay_ms: dict[int, int] | None = Non
             copy["consumed_by"] = {g: r["queue_offset"] < q.get(r["queue_id"], 0) for g, q in groups.items()}
             copy["committed"] = {g: q.get(r["queue_id"]) for g, q in groups.items()}
         copies.append(copy)
-    return {"key": key, "found": bool(copies), "copies": copies, "where": where(copies)}
+    state = where(copies)
+    timer_checkpoint = (doc.get("timer") or {}).get("checkpoint") or {}
+    if state["state"] == "waiting_timer" and "last_read_time_ms" in timer_checkpoint:
+        read_ms = timer_checkpoint["last_read_time_ms"]
+        state["timer_read_ms"] = read_ms
+        if state["deliver_ms"] is not None and read_ms > state["deliver_ms"]:
+            state["state"] = "timer_read_past"  # the wheel read its slot; the topic copy is not in the log
+    return {"key": key, "found": bool(copies), "copies": copies, "where": state}
 
 
 def where(copies: list[dict]) -> dict:

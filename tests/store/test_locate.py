@@ -95,3 +95,19 @@ def test_unknown_key_and_non_store_exit_2(tmp_path, capsys):
 def test_empty_key_exit_2(tmp_path, key):
     root = _store(tmp_path, [("T", 0, 0, T0, 0, {"UNIQ_KEY": "U4"})])
     assert main(["inspect", root, "--key", key]) == 2
+
+
+def test_timer_copy_against_the_timer_checkpoint(tmp_path):
+    deliver = T0 + 90_000
+    root = _store(tmp_path, [("rmq_sys_wheel_timer", 0, 0, T0, 0,
+                              {"UNIQ_KEY": "U5", "REAL_TOPIC": "T", "TIMER_OUT_MS": str(deliver)})])
+    checkpoint = os.path.join(root, "config", "timercheck")
+    for read_ms, state in ((T0, "waiting_timer"), (deliver + 1000, "timer_read_past")):
+        with open(checkpoint, "wb") as f:
+            f.write(b"".join(v.to_bytes(8, "big", signed=True) for v in (read_ms, 0, 0, 0)))
+        doc = inspect_store_dir(root)
+        assert "timer" in doc, "the timer checkpoint is found at config/timercheck"
+        result = locate_message(doc, "U5")
+        assert result["where"]["state"] == state
+        assert result["where"]["deliver_ms"] == deliver
+        assert "timer" in format_location(result)
