@@ -31,6 +31,8 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
                          f"checkpoint, timerlog/ or timerwheel in it)")
     if args.max_entries is not None and args.max_entries < 0:
         raise UsageError(f"--max-entries must be 0 or more; got {args.max_entries}")
+    if args.key is not None:
+        return _cmd_inspect_key(args)
     try:
         doc = inspect_store_dir(args.store_dir, max_entries=args.max_entries)
     except OSError as error:
@@ -40,6 +42,29 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         sys.stdout.write(format_inspection(doc))
+    return EXIT_OK
+
+
+def _cmd_inspect_key(args: argparse.Namespace) -> int:
+    """``inspect STORE --key KEY``: every copy of one message and where it is now; exit 2 if not found."""
+    from scenarios.locate_text import format_location
+    from store.inspect import inspect_store_dir
+    from store.locate import locate_message
+
+    if not args.key.strip():
+        raise UsageError("--key must not be empty")
+    try:
+        doc = inspect_store_dir(args.store_dir)
+    except OSError as error:
+        raise UsageError(f"{args.store_dir}: cannot read {error.filename or 'the store'}: {error.strerror}") from None
+    result = locate_message(doc, args.key)
+    if not result["found"]:
+        raise UsageError(f"{args.key}: no message with this UNIQ_KEY, key or offsetMsgId in {args.store_dir}")
+    if args.json:
+        json.dump(result, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(format_location(result))
     return EXIT_OK
 
 
@@ -426,6 +451,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON document instead of text")
     p.add_argument("--max-entries", type=int, default=None, metavar="N",
                    help="list at most N commit-log records and N units per queue (counts still cover all)")
+    p.add_argument("--key", default=None, metavar="KEY",
+                   help="find one message (UNIQ_KEY, KEYS or offsetMsgId): its copies and where it is now")
     p.set_defaults(func=_cmd_inspect)
 
     p = sub.add_parser("run", help="run a scenario (a file or a built-in name) and check its invariants")
