@@ -8,7 +8,7 @@ import sys
 
 import networkx as nx
 
-from model.cli import check_main
+from scenarios.check_cli import check_main
 
 SMALL = ["--messages", "1", "--levels", "1", "--max-retries", "0", "--crashes", "0", "--put-failures", "1",
          "--persist-points", "0"]
@@ -98,3 +98,18 @@ def test_rmqsim_check_subcommand_runs_in_a_fresh_process():
     bad = subprocess.run([sys.executable, "-m", "scenarios.cli", "check", "--messages", "-1"], capture_output=True,
                          text=True)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr
+
+
+def test_a_graph_over_the_limit_is_refused_unless_forced(tmp_path, capsys, monkeypatch):
+    import scenarios.check_cli as check_cli
+
+    monkeypatch.setattr(check_cli, "GRAPH_MAX_STATES", 2048)
+    path = tmp_path / "big.graphml"
+    argv = ["--messages", "2", "--levels", "1", "--max-retries", "1", "--crashes", "1", "--put-failures", "1",
+            "--persist-points", "1", "--graph", str(path)]
+    assert check_main(argv) == 2
+    captured = capsys.readouterr()
+    assert "OK: " in captured.out  # the verdict is still printed
+    assert "--force-graph" in captured.err and captured.err.count("\n") == 1 and not path.exists()
+    assert check_main(argv + ["--force-graph"]) == 0
+    assert nx.read_graphml(path).number_of_nodes() > 2048
