@@ -318,7 +318,11 @@ def check(
         pending.append(1 if is_pending(state) else 0)
         terminal.append(0)
         if g.keep_states:
-            states.append(state)
+            if keep_states_until is not None and sid >= keep_states_until:
+                g.keep_states = False  # too many to keep: go on without them
+                states.clear()
+            else:
+                states.append(state)
         frontier.push(state)
         return sid
 
@@ -377,9 +381,6 @@ def check(
             break
         if len(parent) >= next_check:
             next_check = len(parent) + check_every
-            if g.keep_states and keep_states_until is not None and len(parent) > keep_states_until:
-                g.keep_states = False
-                states.clear()
             if progress is not None:
                 progress(len(parent), depth[i - 1], len(parent) - i)
             limit = None
