@@ -186,8 +186,19 @@ def _reduction(result: CheckResult, other: CheckResult | None) -> dict | None:
             "complete": with_sym.complete and without.complete}
 
 
+def _as_history(result: CheckResult) -> tuple[list[str], bool]:
+    """The counterexample judged by the history invariants too (the second oracle)."""
+    from model.render import cross_check
+
+    return cross_check(result.violation, result.config)
+
+
 def _document(result: CheckResult, other: CheckResult | None, files: list[str]) -> dict:
-    return {"config": result.config.as_dict(), "verdict": result.verdict(), "stats": result.stats(),
+    history = None
+    if result.violation is not None:
+        flagged, agreed = _as_history(result)
+        history = {"flagged_by": flagged, "oracles_agree": agreed}
+    return {"history_cross_check": history, "config": result.config.as_dict(), "verdict": result.verdict(), "stats": result.stats(),
             "properties": list(PROPERTY_NAMES),
             "violation": result.violation.as_dict() if result.violation is not None else None,
             "symmetry_reduction": _reduction(result, other), "files": files}
@@ -202,6 +213,9 @@ def _print_text(result: CheckResult, other: CheckResult | None, files: list[str]
               f"verdicts {'agree' if red['same_verdict'] else 'DIFFER'})")
     if result.violation is not None:
         print(result.violation.format())
+        flagged, agreed = _as_history(result)
+        print(f"  as a history (model/render.py): {'flagged by ' + ', '.join(flagged) if flagged else 'no history invariant flags it'}"
+              f"{'' if agreed else ' (the two oracles DISAGREE: a bug in one of them)'}")
     elif result.complete:
         print(f"OK: {', '.join(PROPERTY_NAMES)} hold on all {result.states} states "
               f"(liveness under strong fairness of the system's actions)")

@@ -27,6 +27,7 @@ def test_a_mutant_exits_1_with_a_numbered_trace(capsys):
     assert "VIOLATION of delay_offset_covers_delivered" in out
     assert "  1. send msg=m0 level=1" in out
     assert "  3. fault site=schedule.deliver_put level=1 msg=m0" in out
+    assert "as a history (model/render.py): flagged by no_loss" in out and "DISAGREE" not in out
 
 
 def test_bad_input_exits_2_with_one_line_and_no_traceback(capsys):
@@ -56,6 +57,8 @@ def test_json_document(capsys):
     assert steps[0] == {"step": 1, "verb": "send", "msg": "m0", "level": 1,
                         "store": ["SCHEDULE_TOPIC_XXXX:0@0"], "state": steps[0]["state"]}
     assert doc["stats"]["states"] > 0 and doc["stats"]["symmetry"] is True
+    assert doc["history_cross_check"] == {"flagged_by": ["dlq_after_max_retries"], "oracles_agree": True}
+    assert 0 <= doc["stats"]["fingerprint_collision_probability"] < 1e-9
 
 
 def test_compare_symmetry_reports_the_factor(capsys):
