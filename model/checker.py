@@ -129,11 +129,11 @@ class StateGraph:
         self.keep_states = keep_states
         self.states: list[State] = []  # only with keep_states
         self.parent = array("i")
-        self.parent_action = array("i")
+        self.parent_action = array("H")  # action ids: a few hundred distinct actions at most
         self.depth = array("H")
         self.edge_start = array("q")  # edge_start[i]..edge_start[i+1] are node i's edges (once expanded)
         self.edge_dst = array("i")
-        self.edge_action = array("i")
+        self.edge_action = array("H")
         self.actions: list[Action] = []
         self.action_ids: dict[Action, int] = {}
         self.action_fair: list[tuple | None] = []
@@ -152,6 +152,8 @@ class StateGraph:
         aid = self.action_ids.get(action)
         if aid is None:
             aid = len(self.actions)
+            if aid >= 0xFFFF:
+                raise OverflowError("more than 65534 distinct actions: the edge store keeps 16-bit action ids")
             self.action_ids[action] = aid
             self.actions.append(action)
             self.action_fair.append(fairness_key(action))
@@ -313,7 +315,7 @@ def check(
     def add(state: State, from_id: int, aid: int) -> int:
         sid = len(parent)
         parent.append(from_id)
-        parent_action.append(aid)
+        parent_action.append(aid if aid >= 0 else 0xFFFF)
         depth.append(depth[from_id] + 1 if from_id >= 0 else 0)
         pending.append(1 if is_pending(state) else 0)
         terminal.append(0)

@@ -153,7 +153,7 @@ def _graph(n: int, edges: list[tuple[int, int, Action]]) -> StateGraph:
     g = StateGraph()
     for _ in range(n):
         g.parent.append(-1)
-        g.parent_action.append(-1)
+        g.parent_action.append(0xFFFF)
         g.pending.append(1)
         g.depth.append(0)
     for i in range(n):
