@@ -265,9 +265,18 @@ def initial_state(cfg: ModelConfig) -> State:
 # --- the transition relation ----------------------------------------------------------------------------
 # One small function per actor (producer, scheduler, clock, consumer, client, persister, crasher, restarter);
 # ``successors`` asks each in a fixed order (the order decides which shortest trace BFS shows first).
-def _with(s: State, **changes) -> State:
-    """``s`` with some fields changed: the one way a transition builds its successor."""
-    return s._replace(**changes)
+_FIELD_INDEX = {cls: {name: i for i, name in enumerate(cls._fields)} for cls in (State, Level, Topic, Sched, Copy, Msg)}
+_new_tuple = tuple.__new__
+
+
+def _with(s, **changes):
+    """``s`` (a State, or one of its records) with some fields changed: the one way a transition builds its
+    successor. Like ``_replace``, without its generic machinery (this is the checker's hot path)."""
+    values = list(s)
+    index = _FIELD_INDEX[type(s)]
+    for name, value in changes.items():
+        values[index[name]] = value
+    return _new_tuple(type(s), values)
 
 
 def _put(seq: tuple, i: int, value) -> tuple:
@@ -288,22 +297,22 @@ def _mark(msgs: tuple[Msg, ...], i: int, **flags: bool) -> tuple[Msg, ...]:
     m = msgs[i]
     if all(getattr(m, name) == value for name, value in flags.items()):
         return msgs
-    return _put(msgs, i, m._replace(**flags))
+    return _put(msgs, i, _with(m, **flags))
 
 
 def _acked(tp: Topic, o: int) -> Topic:
     """The topic with its copy at offset o marked acked (consumed or sent back at least once)."""
     e = tp.entries[o]
-    return tp if e.acked else tp._replace(entries=_put(tp.entries, o, e._replace(acked=True)))
+    return tp if e.acked else _with(tp, entries=_put(tp.entries, o, _with(e, acked=True)))
 
 
 def _append(tp: Topic, copy: Copy) -> Topic:
-    return tp._replace(entries=tp.entries + (copy,))
+    return _with(tp, entries=tp.entries + (copy,))
 
 
 def _schedule(s: State, level: int, entry: Sched) -> State:
     lv = s.levels[level - 1]
-    return _with(s, levels=_put(s.levels, level - 1, lv._replace(entries=lv.entries + (entry,))))
+    return _with(s, levels=_put(s.levels, level - 1, _with(lv, entries=lv.entries + (entry,))))
 
 
 def _fault_budget(s: State, cfg: ModelConfig) -> int | None:
@@ -326,8 +335,8 @@ def _rewind(s: State) -> State:
                 if e.status != PENDING:
                     dup.add(e.msg)
                     if e.status == DELIVERED:
-                        changed[i] = e._replace(status=REWOUND)
-            lv = lv._replace(entries=tuple(changed))
+                        changed[i] = _with(e, status=REWOUND)
+            lv = _with(lv, entries=tuple(changed))
         levels.append(lv)
     for tp in s.topics:
         for c in tp.entries[tp.pull:]:
@@ -344,25 +353,25 @@ def _settle(levels: tuple[Level, ...]) -> tuple[Level, ...]:
     out = []
     for lv in levels:
         if any(e.status == DELIVERED for e in lv.entries):
-            lv = lv._replace(entries=tuple(e._replace(status=SETTLED) if e.status == DELIVERED else e
+            lv = _with(lv, entries=tuple(_with(e, status=SETTLED) if e.status == DELIVERED else e
                                            for e in lv.entries))
         out.append(lv)
     return tuple(out)
 
 
 def _persist_levels(levels: tuple[Level, ...]) -> tuple[Level, ...]:
-    return tuple(lv._replace(persisted=lv.table) for lv in levels)
+    return tuple(_with(lv, persisted=lv.table) for lv in levels)
 
 
 def _persist_topics(topics: tuple[Topic, ...]) -> tuple[Topic, ...]:
-    return tuple(tp._replace(cper=tp.cmem) for tp in topics)
+    return tuple(_with(tp, cper=tp.cmem) for tp in topics)
 
 
 # The restarter: a crashed broker comes back (its only action while down).
 def _restart(s: State, cfg: ModelConfig) -> tuple[Action, State]:
     levels = s.levels
     if "persist_before_load" in cfg.mutants:
-        levels = tuple(lv._replace(cursor=0, table=0, persisted=0) for lv in levels)
+        levels = tuple(_with(lv, cursor=0, table=0, persisted=0) for lv in levels)
     restarted = _with(s, up=True, levels=levels)
     if levels is not s.levels:
         restarted = _rewind(restarted)
@@ -396,7 +405,7 @@ def _deliver(s: State, li: int, cfg: ModelConfig) -> State:
     lv = s.levels[li]
     c = lv.cursor
     e = lv.entries[c]
-    entries = _put(lv.entries, c, e._replace(status=RESETTLED if e.status in (SETTLED, RESETTLED) else DELIVERED))
+    entries = _put(lv.entries, c, _with(e, status=RESETTLED if e.status in (SETTLED, RESETTLED) else DELIVERED))
     nxt = s
     if e.dest == DEST_DLQ:
         nxt = _with(s, dlq=s.dlq + ((e.msg, e.r),), msgs=_mark(s.msgs, e.msg, dead=True))
@@ -429,13 +438,13 @@ def _scheduler(s: State, cfg: ModelConfig, out: list) -> None:
             continue
         # 5.3.3 retries a failed put at the same unit; #9249 rescheduled past it.
         skip = "skip_failed_delivery" in cfg.mutants
-        failed = lv._replace(cursor=c + 1 if skip else c, running=False)
+        failed = _with(lv, cursor=c + 1 if skip else c, running=False)
         out.append((Action("fault", (("site", SITE_SCHEDULE_DELIVER), ("level", li + 1), ("msg", e.msg))),
                     _with(s, levels=_put(s.levels, li, failed), faults=faults)))
         if cfg.era == ERA_4:
             # E3 retries a unit whose rebuild threw; the E1 Timer era dropped it.
             drop = "drop_on_exception" in cfg.mutants
-            failed = lv._replace(cursor=c + 1 if drop else c, running=False)
+            failed = _with(lv, cursor=c + 1 if drop else c, running=False)
             out.append((Action("fault", (("site", SITE_SCHEDULE_REBUILD), ("level", li + 1), ("msg", e.msg))),
                         _with(s, levels=_put(s.levels, li, failed), faults=faults)))
 
@@ -445,7 +454,7 @@ def _clock(s: State, cfg: ModelConfig, out: list) -> None:
     if not any(lv.entries and lv.entries[-1].wait > 0 for lv in s.levels):
         return
     levels = tuple(
-        lv._replace(entries=tuple(e._replace(wait=e.wait - 1) if e.wait > 0 else e for e in lv.entries))
+        _with(lv, entries=tuple(_with(e, wait=e.wait - 1) if e.wait > 0 else e for e in lv.entries))
         if lv.entries and lv.entries[-1].wait > 0 else lv
         for lv in s.levels)
     out.append((Action("tick"), _with(s, levels=levels)))
@@ -458,7 +467,7 @@ def _consume(s: State, cfg: ModelConfig, t: int, o: int, k: int | None, out: lis
     args = (("topic", TOPIC_NAMES[t]), ("offset", o), ("msg", e.msg), ("r", e.r))
     if k is None:
         # The pull request carries the client's offset, which the broker commits (ROCKETMQ.md 5.1).
-        tp, rest = tp._replace(pull=o + 1, cmem=client_offset(s, t, cfg)), s.pq
+        tp, rest = _with(tp, pull=o + 1, cmem=client_offset(s, t, cfg)), s.pq
     else:
         rest = s.pq[:k] + s.pq[k + 1:]
     ok = _with(s, msgs=_mark(s.msgs, e.msg, done=True), topics=_put(s.topics, t, _acked(tp, o)), pq=rest)
@@ -515,7 +524,7 @@ def _client(s: State, cfg: ModelConfig, out: list) -> None:
         tp = s.topics[t]
         if co != tp.cmem and tp.pull == len(tp.entries):
             out.append((Action("offset_commit", (("topic", TOPIC_NAMES[t]), ("offset", co))),
-                        _with(s, topics=_put(s.topics, t, tp._replace(cmem=co)))))
+                        _with(s, topics=_put(s.topics, t, _with(tp, cmem=co)))))
 
 
 # The persister: a persist point writes delayOffset.json or consumerOffset.json (a bounded budget).
@@ -542,7 +551,7 @@ def _crasher(s: State, cfg: ModelConfig, out: list) -> None:
             levels = _settle(levels)
             topics = _persist_topics(topics)
         levels = tuple(Level(lv.entries, lv.persisted, lv.persisted, lv.persisted, False) for lv in levels)
-        topics = tuple(tp._replace(pull=tp.cper, cmem=tp.cper) for tp in topics)
+        topics = tuple(_with(tp, pull=tp.cper, cmem=tp.cper) for tp in topics)
         down = _with(s, up=False, crashes=s.crashes - 1, levels=levels, topics=topics, pq=())
         out.append((Action("crash", (("kind", kind),)), _rewind(down)))
 
