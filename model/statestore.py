@@ -100,13 +100,16 @@ def collision_probability(distinct: int, generated: int) -> float:
 
 
 class Frontier:
-    """A FIFO of states, packed: every ``CHUNK`` pushed states are pickled and compressed into one bytes
-    object (about 20 bytes a state instead of about 600)."""
+    """A FIFO of states in chunks of ``CHUNK``. Past ``loose`` states held as objects, each further full
+    chunk is pickled and compressed into one bytes object (about 20 bytes a state instead of about
+    600): small searches pay nothing for it, big ones keep their frontier small."""
 
-    def __init__(self, chunk: int = CHUNK) -> None:
+    def __init__(self, chunk: int = CHUNK, loose: int = 64 * CHUNK) -> None:
         self.chunk = chunk
+        self.loose = loose
         self.tail: list = []
-        self.packed: deque[bytes] = deque()
+        self.chunks: deque[list | bytes] = deque()
+        self.loose_count = 0
         self.head: list = []
         self.pos = 0
         self.nbytes = 0
@@ -114,18 +117,26 @@ class Frontier:
     def push(self, state) -> None:
         self.tail.append(state)
         if len(self.tail) >= self.chunk:
-            blob = zlib.compress(pickle.dumps(self.tail, protocol=pickle.HIGHEST_PROTOCOL), 1)
-            self.nbytes += len(blob)
-            self.packed.append(blob)
+            if self.loose_count + self.chunk <= self.loose:
+                self.loose_count += self.chunk
+                self.chunks.append(self.tail)
+            else:
+                blob = zlib.compress(pickle.dumps(self.tail, protocol=pickle.HIGHEST_PROTOCOL), 1)
+                self.nbytes += len(blob)
+                self.chunks.append(blob)
             self.tail = []
 
     def pop(self):
         """The oldest state, or None when empty."""
         if self.pos >= len(self.head):
-            if self.packed:
-                blob = self.packed.popleft()
-                self.nbytes -= len(blob)
-                self.head = pickle.loads(zlib.decompress(blob))
+            if self.chunks:
+                chunk = self.chunks.popleft()
+                if isinstance(chunk, bytes):
+                    self.nbytes -= len(chunk)
+                    self.head = pickle.loads(zlib.decompress(chunk))
+                else:
+                    self.loose_count -= len(chunk)
+                    self.head = chunk
             elif self.tail:
                 self.head, self.tail = self.tail, []
             else:

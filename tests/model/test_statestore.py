@@ -30,7 +30,7 @@ def test_the_fingerprint_set_finds_what_it_stored_across_growth():
 
 
 def test_the_frontier_is_a_fifo_across_packed_chunks():
-    f = Frontier(chunk=7)
+    f = Frontier(chunk=7, loose=14)
     out = []
     for i in range(50):
         f.push((i, (i, i)))
@@ -39,6 +39,7 @@ def test_the_frontier_is_a_fifo_across_packed_chunks():
     while (s := f.pop()) is not None:
         out.append(s)
     assert out == [(i, (i, i)) for i in range(50)]
+    assert f.nbytes == 0 and f.loose_count == 0
 
 
 def test_fingerprints_count_exactly_the_distinct_states_and_are_the_same_in_every_process():
