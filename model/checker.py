@@ -131,7 +131,7 @@ class StateGraph:
         self.parent = array("i")
         self.parent_action = array("H")  # action ids: a few hundred distinct actions at most
         self.depth = array("H")
-        self.edge_start = array("q")  # edge_start[i]..edge_start[i+1] are node i's edges (once expanded)
+        self.edge_start = array("I")  # edge_start[i]..edge_start[i+1] are node i's edges (once expanded)
         self.edge_dst = array("i")
         self.edge_action = array("H")
         self.actions: list[Action] = []

@@ -2,8 +2,8 @@
 
 Why: a state as nested tuples costs about 600 bytes; kept for every reached state, that caps the search
 at a few million states in 2 GiB. Like TLC, the visited set holds only a 64-bit fingerprint per state
-(with its id), 12 bytes a slot in two ``array`` columns with open addressing; only the frontier keeps
-whole states, pickled in chunks (shared sub-tuples pickle once per chunk). A fingerprint collision
+(8 bytes in a column by state id, and a 4-byte slot of an open-addressing table); only the frontier
+keeps whole states, pickled in chunks (shared sub-tuples pickle once per chunk). A fingerprint collision
 would merge two distinct states and could hide a violation; ``collision_probability`` estimates its
 chance the way TLC reports it ("calculated, optimistic").
 
@@ -28,69 +28,68 @@ def fingerprint(state: tuple) -> int:
 
 
 class FingerprintSet:
-    """fingerprint -> state id, open addressing with linear probing over ``array`` columns."""
+    """fingerprint -> state id. State ids are dense (0, 1, 2, ...), so the fingerprints are a column indexed
+    by id (8 bytes a state) and the hash table holds only ``id + 1`` (4 bytes a slot, 0 = empty), open
+    addressing with linear probing."""
 
     def __init__(self, capacity: int = 1 << 16) -> None:
         self.mask = capacity - 1
-        self.fps = array("q", bytes(8 * capacity))
-        self.ids = array("i", bytes(4 * capacity))
-        self.count = 0
+        self.slots = array("I", bytes(4 * capacity))
+        self.fps = array("q")  # fps[id]
         self.limit = int(capacity * MAX_LOAD)
 
     def __len__(self) -> int:
-        return self.count
+        return len(self.fps)
 
     @property
     def nbytes(self) -> int:
-        return len(self.fps) * 12
+        return len(self.slots) * 4 + len(self.fps) * 8
 
     def get(self, fp: int) -> int:
         """The id stored for ``fp``, or -1."""
-        fps, mask = self.fps, self.mask
+        slots, fps, mask = self.slots, self.fps, self.mask
         slot = fp & mask
         while True:
-            v = fps[slot]
-            if v == fp:
-                return self.ids[slot]
+            v = slots[slot]
             if v == 0:
                 return -1
+            if fps[v - 1] == fp:
+                return v - 1
             slot = (slot + 1) & mask
 
     def get_or_add(self, fp: int, sid: int) -> int:
-        """The id stored for ``fp``; when absent, store ``sid`` and return -1."""
-        fps, mask = self.fps, self.mask
+        """The id stored for ``fp``; when absent, store it under ``sid`` (the next id) and return -1."""
+        slots, fps, mask = self.slots, self.fps, self.mask
         slot = fp & mask
         while True:
-            v = fps[slot]
-            if v == fp:
-                return self.ids[slot]
+            v = slots[slot]
             if v == 0:
-                fps[slot] = fp
-                self.ids[slot] = sid
-                self.count += 1
-                if self.count > self.limit:
+                if sid != len(fps):
+                    raise ValueError(f"state ids are dense: expected {len(fps)}, not {sid}")
+                fps.append(fp)
+                slots[slot] = sid + 1
+                if len(fps) > self.limit:
                     self._grow()
                 return -1
+            if fps[v - 1] == fp:
+                return v - 1
             slot = (slot + 1) & mask
 
     def release(self) -> None:
         """Drop the table (the search is over)."""
-        self.fps, self.ids = array("q"), array("i")
+        self.slots, self.fps = array("I"), array("q")
 
     def _grow(self) -> None:
-        old_fps, old_ids = self.fps, self.ids
-        capacity = len(old_fps) * 2
+        capacity = len(self.slots) * 2
+        self.slots = None  # free the old table before the new one is filled
         self.mask = mask = capacity - 1
-        self.fps = fps = array("q", bytes(8 * capacity))
-        self.ids = ids = array("i", bytes(4 * capacity))
+        self.slots = slots = array("I", bytes(4 * capacity))
         self.limit = int(capacity * MAX_LOAD)
-        for k, fp in enumerate(old_fps):
-            if fp:
-                slot = fp & mask
-                while fps[slot]:
-                    slot = (slot + 1) & mask
-                fps[slot] = fp
-                ids[slot] = old_ids[k]
+        for sid, fp in enumerate(self.fps):
+            slot = fp & mask
+            while slots[slot]:
+                slot = (slot + 1) & mask
+            slots[slot] = sid + 1
 
 
 def collision_probability(distinct: int, generated: int) -> float:

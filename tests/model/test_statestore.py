@@ -17,13 +17,13 @@ def test_the_fingerprint_set_finds_what_it_stored_across_growth():
     rng = random.Random(1)
     fps = FingerprintSet(capacity=8)
     stored = {}
-    for sid in range(20_000):
+    for _ in range(20_000):
         fp = rng.getrandbits(63) or 1
         if fp in stored:
             continue
-        assert fps.get_or_add(fp, sid) == -1
-        stored[fp] = sid
-    assert len(fps) == len(stored) and len(fps.fps) > 8
+        assert fps.get_or_add(fp, len(stored)) == -1
+        stored[fp] = len(stored)
+    assert len(fps) == len(stored) and len(fps.slots) > 8
     for fp, sid in stored.items():
         assert fps.get(fp) == sid and fps.get_or_add(fp, -7) == sid
     assert fps.get(12345) == -1 or 12345 in stored
