@@ -1,17 +1,11 @@
-"""The model checker: distinct states per second, and the largest configuration checked within a budget.
+"""The model checker: states, edges, states/s, peak memory and the symmetry reduction, per configuration.
 
-    .venv/bin/python benchmarks/model_bench.py [--seconds 60] [--memory-mb 2048] [--json]
+    .venv/bin/python benchmarks/model_bench.py [--only NAME]... [--seconds 1800] [--memory-mb 2048] [--json]
 
-1. Throughput: one fixed configuration (1 message, 2 levels, 1 retry, 1 crash, 1 put failure,
-   1 persist point: about 72 000 states), with and without symmetry reduction: states/s on the wall
-   clock and per CPU second (the CPU figure is what to compare when the machine is shared).
-2. Capacity: two ladders of growing configurations, each run in a fresh process with the time and
-   memory budget; the largest rung that completes is the answer, with and without symmetry.
-   Ladder "no-crash": N messages all at delay level 1, 2 levels, 1 retry, 1 put failure, 1 persist
-   point. Ladder "one-crash": N messages at level 1, 1 level, no retry, 1 crash, 1 put failure,
-   1 persist point. Messages with the same level and no history are what symmetry merges.
-
-Wall time is measured here, never asserted in tests.
+Each configuration runs in a fresh process (peak RSS is that process's ``ru_maxrss``), with symmetry
+reduction and, when ``--no-symmetry`` is given too, without it (the reduction factor is the ratio of
+the two state counts). The machine is usually shared: states per CPU second is the figure to compare,
+and the load average is printed with every row. Wall time is measured here, never asserted in tests.
 """
 
 from __future__ import annotations
@@ -23,31 +17,34 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-THROUGHPUT = dict(messages=1, levels=2, max_retries=1, crashes=1, put_failures=1, persist_points=1)
-LADDERS = {
-    "no-crash": lambda n: dict(messages=n, levels=2, max_retries=1, crashes=0, put_failures=1, persist_points=1,
-                               send_levels=[1] * n),
-    "one-crash": lambda n: dict(messages=n, levels=1, max_retries=0, crashes=1, put_failures=1, persist_points=1,
-                                send_levels=[1] * n),
+BASE = dict(levels=2, max_retries=1, put_failures=1, persist_points=1)
+CONFIGS = {  # the table of issue 15: rmqsim check --messages M --levels 2 --max-retries 1 --crashes C
+    "m1c1": dict(BASE, messages=1, crashes=1),
+    "m2c0": dict(BASE, messages=2, crashes=0),
+    "m2c1": dict(BASE, messages=2, crashes=1),
+    "m3c1": dict(BASE, messages=3, crashes=1),
 }
 
 
 def run_one(spec: dict) -> dict:
     """Check one configuration in this process; the numbers as a dict."""
+    import resource
+
     sys.path.insert(0, ROOT)
     from model.checker import check
     from model.spec import ModelConfig
 
-    bounds = dict(spec["bounds"])
-    bounds["send_levels"] = tuple(bounds.get("send_levels") or ())
-    result = check(ModelConfig(**bounds), symmetry=spec["symmetry"], max_seconds=spec.get("seconds"),
+    result = check(ModelConfig(**spec["bounds"]), symmetry=spec["symmetry"], max_seconds=spec.get("seconds"),
                    memory_mb=spec.get("memory_mb"))
+    st = result.stats()
     return {"bounds": spec["bounds"], "symmetry": spec["symmetry"], "verdict": result.verdict(),
             "stop": result.stop, "states": result.states, "edges": result.edges, "depth": result.depth,
-            "seconds": round(result.seconds, 2), "cpu_seconds": round(result.cpu_seconds, 2),
+            "seconds": round(result.seconds, 1), "cpu_seconds": round(result.cpu_seconds, 1),
+            "liveness_seconds": st["liveness_seconds"],
             "states_per_s": round(result.states / result.seconds) if result.seconds else 0,
             "states_per_cpu_s": round(result.states / result.cpu_seconds) if result.cpu_seconds else 0,
-            "peak_rss_mb": round(result.peak_rss_mb)}
+            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+            "collision_probability": st["fingerprint_collision_probability"], "load": os.getloadavg()[0]}
 
 
 def in_fresh_process(spec: dict) -> dict:
@@ -56,70 +53,36 @@ def in_fresh_process(spec: dict) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def ladder(name: str, symmetry: bool, seconds: float, memory_mb: float, max_n: int, log) -> list[dict]:
-    rows = []
-    for n in range(1, max_n + 1):
-        row = in_fresh_process({"bounds": LADDERS[name](n), "symmetry": symmetry, "seconds": seconds,
-                                "memory_mb": memory_mb})
-        row["ladder"], row["n"] = name, n
-        rows.append(row)
-        log(row)
-        if row["verdict"] != "ok":
-            break
-    return rows
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--only", action="append", choices=sorted(CONFIGS), help="only these configurations")
+    parser.add_argument("--seconds", type=float, default=1800.0)
     parser.add_argument("--memory-mb", type=float, default=2048.0)
-    parser.add_argument("--max-n", type=int, default=8)
+    parser.add_argument("--no-symmetry", action="store_true", help="also run without symmetry (reduction factor)")
     parser.add_argument("--json", action="store_true", help="print only the JSON summary")
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one is not None:
         print(json.dumps(run_one(json.loads(args.one))))
         return 0
-
-    def log(row: dict) -> None:
-        if not args.json:
-            mode = "sym  " if row["symmetry"] else "nosym"
-            print(f"  {row.get('ladder', 'throughput'):10} n={row.get('n', '-'):<2} {mode} {row['verdict']:10} "
-                  f"{row['states']:>9} states {row['seconds']:>7.1f} s  {row['states_per_s']:>6} st/s wall  "
-                  f"{row['states_per_cpu_s']:>6} st/cpu-s  {row['peak_rss_mb']:>5} MiB", flush=True)
-
-    summary: dict = {"cpus": os.cpu_count(), "budget": {"seconds": args.seconds, "memory_mb": args.memory_mb},
-                     "throughput": [], "ladders": {}}
-    if not args.json:
-        print(f"throughput on {THROUGHPUT}:")
-    for symmetry in (True, False):
-        row = in_fresh_process({"bounds": THROUGHPUT, "symmetry": symmetry})
-        summary["throughput"].append(row)
-        log(row)
-    for name in LADDERS:
-        if not args.json:
-            print(f"ladder {name} (budget {args.seconds:.0f} s, {args.memory_mb:.0f} MiB):")
-        entry = {}
-        for symmetry in (True, False):
-            rows = ladder(name, symmetry, args.seconds, args.memory_mb, args.max_n, log)
-            done = [r for r in rows if r["verdict"] == "ok"]
-            entry["symmetry" if symmetry else "no_symmetry"] = {
-                "largest_n": done[-1]["n"] if done else 0, "largest": done[-1] if done else None, "rows": rows}
-        both = min(entry["symmetry"]["largest_n"], entry["no_symmetry"]["largest_n"])
-        if both:
-            with_sym = entry["symmetry"]["rows"][both - 1]["states"]
-            without = entry["no_symmetry"]["rows"][both - 1]["states"]
-            entry["reduction_at_n"] = {"n": both, "states_with": with_sym, "states_without": without,
-                                       "factor": round(without / with_sym, 2)}
-        summary["ladders"][name] = entry
+    rows = []
+    for name in args.only or list(CONFIGS):
+        for symmetry in (True, False) if args.no_symmetry else (True,):
+            row = in_fresh_process({"bounds": CONFIGS[name], "symmetry": symmetry, "seconds": args.seconds,
+                                    "memory_mb": args.memory_mb})
+            row["name"] = name
+            rows.append(row)
+            if not args.json:
+                print(f"{name} {'sym  ' if symmetry else 'nosym'} {row['verdict']:10} {row['states']:>10} states "
+                      f"{row['edges']:>10} edges {row['seconds']:>8.1f} s ({row['cpu_seconds']:.1f} cpu) "
+                      f"{row['states_per_s']:>6} st/s {row['states_per_cpu_s']:>6} st/cpu-s "
+                      f"{row['peak_rss_mb']:>5} MiB  load {row['load']:.1f}", flush=True)
+    for name in {r["name"] for r in rows}:
+        pair = {r["symmetry"]: r for r in rows if r["name"] == name}
+        if len(pair) == 2 and pair[True]["verdict"] == pair[False]["verdict"] == "ok":
+            pair[True]["reduction_factor"] = round(pair[False]["states"] / pair[True]["states"], 2)
     if args.json:
-        print(json.dumps(summary))
-    else:
-        for name, entry in summary["ladders"].items():
-            red = entry.get("reduction_at_n") or {}
-            print(f"{name}: largest N within budget: {entry['symmetry']['largest_n']} with symmetry, "
-                  f"{entry['no_symmetry']['largest_n']} without; at N={red.get('n')}: {red.get('states_without')} "
-                  f"-> {red.get('states_with')} states (x{red.get('factor')})")
+        print(json.dumps({"cpus": os.cpu_count(), "rows": rows}))
     return 0
 
 

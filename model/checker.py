@@ -1,11 +1,12 @@
 """The explicit-state model checker: breadth-first exploration, safety, terminal states, liveness.
 
-Why its own graph store: a networkx DiGraph costs several hundred bytes per edge, which caps the
-search far below what fits in memory. States are interned to integer ids; edges are kept in a
-compressed adjacency (CSR) of ``array`` columns, filled in BFS order, so a million states cost tens
-of megabytes beyond the states themselves. ``to_networkx`` gives the networkx view for analysis,
-GraphML and pictures; the liveness search runs an iterative Tarjan over the arrays (a test checks it
-against ``networkx.strongly_connected_components``).
+How it scales: states are not kept. The visited set holds a 64-bit fingerprint per state and its id
+(model/statestore.py, TLC's approach, with the collision probability reported); the BFS frontier is
+pickled in chunks; each state keeps its parent and the action that reached it, so a counterexample is
+rebuilt by replaying actions from the initial state. Edges are a compressed adjacency (CSR) of
+``array`` columns filled in BFS order; the liveness search runs an iterative Tarjan over them
+(model/liveness.py). ``keep_states=True`` also keeps every state, for ``to_networkx``, GraphML and
+pictures of small graphs.
 
 Properties: every safety property of model/properties.py on every reached state (the first violation
 found by BFS has a shortest path); every state without successors is checked for loss and deadlock;
@@ -17,13 +18,16 @@ liveness violation, shown as a lasso.
 from __future__ import annotations
 
 import os
-import sys
 import time
 from array import array
-from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from .liveness import (
+    cycle_through,
+    fair_components,
+    strongly_connected_components,  # noqa: F401 - part of this module's API
+)
 from .properties import check_safety, check_terminal
 from .spec import (
     DEST_DLQ,
@@ -38,6 +42,7 @@ from .spec import (
     is_pending,
     successors,
 )
+from .statestore import FingerprintSet, Frontier, collision_probability, fingerprint
 from .symmetry import canonical, identity
 
 STOP_COMPLETE = "complete"
@@ -118,25 +123,26 @@ class Violation:
 
 
 class StateGraph:
-    """Interned states and a CSR adjacency filled in BFS order (node i's edges are contiguous)."""
+    """Per-state columns (parent, action in, depth, flags) and a CSR adjacency filled in BFS order."""
 
-    def __init__(self) -> None:
-        self.states: list[State] = []
-        self.index: dict[State, int] = {}
+    def __init__(self, keep_states: bool = False) -> None:
+        self.keep_states = keep_states
+        self.states: list[State] = []  # only with keep_states
         self.parent = array("i")
-        self.parent_action = array("i")
-        self.depth = array("i")
-        self.edge_start = array("q")  # edge_start[i]..edge_start[i+1] are node i's edges (once expanded)
+        self.parent_action = array("H")  # action ids: a few hundred distinct actions at most
+        self.depth = array("H")
+        self.edge_start = array("I")  # edge_start[i]..edge_start[i+1] are node i's edges (once expanded)
         self.edge_dst = array("i")
-        self.edge_action = array("i")
+        self.edge_action = array("H")
         self.actions: list[Action] = []
         self.action_ids: dict[Action, int] = {}
         self.action_fair: list[tuple | None] = []
         self.pending = bytearray()
         self.terminal = bytearray()
+        self.generated = 0  # successor states computed, duplicates included (for the collision estimate)
 
     def __len__(self) -> int:
-        return len(self.states)
+        return len(self.parent)
 
     @property
     def expanded(self) -> int:
@@ -146,16 +152,26 @@ class StateGraph:
         aid = self.action_ids.get(action)
         if aid is None:
             aid = len(self.actions)
+            if aid >= 0xFFFF:
+                raise OverflowError("more than 65534 distinct actions: the edge store keeps 16-bit action ids")
             self.action_ids[action] = aid
             self.actions.append(action)
             self.action_fair.append(fairness_key(action))
         return aid
 
+    def _span(self, i: int) -> tuple[int, int]:
+        lo = self.edge_start[i] if i < len(self.edge_start) else len(self.edge_dst)
+        hi = self.edge_start[i + 1] if i + 1 < len(self.edge_start) else len(self.edge_dst)
+        return lo, hi
+
     def edges(self, i: int) -> Iterable[tuple[int, int]]:
         """(target id, action id) of node i's edges."""
-        lo = self.edge_start[i]
-        hi = self.edge_start[i + 1] if i + 1 < len(self.edge_start) else len(self.edge_dst)
+        lo, hi = self._span(i)
         return zip(self.edge_dst[lo:hi], self.edge_action[lo:hi], strict=True)
+
+    def targets(self, i: int):
+        lo, hi = self._span(i)
+        return self.edge_dst[lo:hi]
 
     def path_to(self, i: int) -> list[int]:
         path = [i]
@@ -164,10 +180,17 @@ class StateGraph:
         path.reverse()
         return path
 
+    def nbytes(self) -> int:
+        cols = (self.parent, self.parent_action, self.depth, self.edge_start, self.edge_dst, self.edge_action)
+        return sum(len(c) * c.itemsize for c in cols) + len(self.pending) + len(self.terminal)
+
     def to_networkx(self, highlight: Iterable[int] = (), violation: int | None = None):
-        """The explored graph as a networkx DiGraph (node ids as in the checker; labels as attributes)."""
+        """The explored graph as a networkx DiGraph (node ids as in the checker; labels as attributes).
+        Needs the states: explore with ``keep_states=True``."""
         import networkx as nx
 
+        if len(self.states) != len(self):
+            raise ValueError("the graph was explored without keep_states: no states to label")
         marked = set(highlight)
         g = nx.DiGraph()
         for i, s in enumerate(self.states):
@@ -192,9 +215,11 @@ class CheckResult:
     violation: Violation | None = None
     seconds: float = 0.0
     cpu_seconds: float = 0.0
+    liveness_seconds: float = 0.0
     peak_rss_mb: float = 0.0
     nontrivial_sccs: int = 0
     fair_sccs: int = 0
+    store_mb: float = 0.0  # fingerprint table + graph columns + packed frontier, at its largest
 
     @property
     def states(self) -> int:
@@ -220,11 +245,18 @@ class CheckResult:
     def states_per_second(self) -> float:
         return self.states / self.seconds if self.seconds > 0 else 0.0
 
+    @property
+    def collision_probability(self) -> float:
+        return collision_probability(self.states, self.graph.generated)
+
     def stats(self) -> dict:
         return {"states": self.states, "edges": self.edges, "depth": self.depth,
-                "terminal_states": sum(self.graph.terminal), "seconds": round(self.seconds, 3),
-                "cpu_seconds": round(self.cpu_seconds, 3),
+                "terminal_states": sum(self.graph.terminal), "generated": self.graph.generated,
+                "seconds": round(self.seconds, 3), "cpu_seconds": round(self.cpu_seconds, 3),
+                "liveness_seconds": round(self.liveness_seconds, 3),
                 "states_per_second": round(self.states_per_second), "peak_rss_mb": round(self.peak_rss_mb, 1),
+                "store_mb": round(self.store_mb, 1),
+                "fingerprint_collision_probability": float(f"{self.collision_probability:.3g}"),
                 "nontrivial_sccs": self.nontrivial_sccs, "fair_sccs": self.fair_sccs,
                 "symmetry": self.symmetry, "fairness": self.fairness, "stop": self.stop}
 
@@ -245,15 +277,6 @@ def rss_mb() -> float:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _progress(enabled: bool | None):
-    if enabled is False:
-        return None
-    from tqdm import tqdm
-
-    return tqdm(desc="model check", unit=" states", file=sys.stderr, leave=False,
-                disable=None if enabled is None else False, mininterval=0.5)
-
-
 def check(
     cfg: ModelConfig,
     *,
@@ -262,33 +285,47 @@ def check(
     max_states: int | None = None,
     memory_mb: float | None = None,
     max_seconds: float | None = None,
-    progress: bool | None = False,
+    progress: Callable[[int, int, int], None] | None = None,
     invariants: Callable[[State, ModelConfig], tuple[str, str] | None] = check_safety,
     explore_after_violation: int = 0,
+    keep_states: bool = False,
+    keep_states_until: int | None = None,
 ) -> CheckResult:
     """Explore every state reachable from the initial one; stop at the first violation or a limit.
 
-    ``progress``: False (default) no bar, None a tqdm bar on stderr when it is a terminal, True always.
+    ``progress``: called now and then with (states, depth, frontier size); the CLI draws a bar with it.
     ``explore_after_violation``: keep exploring (ignoring further violations) until the graph has this
     many states, so that a picture shows the counterexample in its surroundings.
+    ``keep_states``: keep every state (for pictures and GraphML); ``keep_states_until``: drop them again
+    once the graph grows past this many states (the search goes on without them).
     """
     cfg.validate()
     canon = canonical if symmetry else identity
-    g = StateGraph()
+    g = StateGraph(keep_states)
     result = CheckResult(cfg, symmetry, fairness, g)
     start = time.perf_counter()  # wall-clock ok: statistics and the time limit only
     cpu_start = time.process_time()  # wall-clock ok: statistics only
-    bar = _progress(progress)
+    seen = FingerprintSet()
+    frontier = Frontier()
+    parent, parent_action, depth = g.parent, g.parent_action, g.depth
+    pending, terminal, states = g.pending, g.terminal, g.states
+    edge_dst, edge_action, edge_start = g.edge_dst, g.edge_action, g.edge_start
+    action_ids, action_fair = g.action_ids, g.action_fair
 
-    def add(state: State, parent: int, aid: int) -> int:
-        sid = len(g.states)
-        g.index[state] = sid
-        g.states.append(state)
-        g.parent.append(parent)
-        g.parent_action.append(aid)
-        g.depth.append(g.depth[parent] + 1 if parent >= 0 else 0)
-        g.pending.append(1 if is_pending(state) else 0)
-        g.terminal.append(0)
+    def add(state: State, from_id: int, aid: int) -> int:
+        sid = len(parent)
+        parent.append(from_id)
+        parent_action.append(aid if aid >= 0 else 0xFFFF)
+        depth.append(depth[from_id] + 1 if from_id >= 0 else 0)
+        pending.append(1 if is_pending(state) else 0)
+        terminal.append(0)
+        if g.keep_states:
+            if keep_states_until is not None and sid >= keep_states_until:
+                g.keep_states = False  # too many to keep: go on without them
+                states.clear()
+            else:
+                states.append(state)
+        frontier.push(state)
         return sid
 
     def fail(prop: str, kind: str, why: str, sid: int) -> bool:
@@ -296,56 +333,63 @@ def check(
         if result.violation is None:
             result.violation = Violation(prop, kind, why, sid, g.path_to(sid))
             result.stop = STOP_VIOLATION
-        return len(g.states) >= explore_after_violation
+        return len(parent) >= explore_after_violation
 
     s0 = canon(initial_state(cfg))
+    seen.get_or_add(fingerprint(s0), 0)
     add(s0, -1, -1)
     bad = invariants(s0, cfg)
     stop = bad is not None and fail(bad[0], "safety", bad[1], 0)
     i = 0
     check_every = 2048
     next_check = check_every
-    while not stop and i < len(g.states):
-        state = g.states[i]
-        g.edge_start.append(len(g.edge_dst))
+    generated = 0
+    while not stop:
+        state = frontier.pop()
+        if state is None:
+            break
+        edge_start.append(len(edge_dst))
         succ = successors(state, cfg, symmetry)
+        generated += len(succ)
         if not succ:
-            g.terminal[i] = 1
+            terminal[i] = 1
             bad = check_terminal(state, cfg)
             if bad is not None and fail(bad[0], "deadlock" if bad[0] == "deadlock" else "terminal", bad[1], i):
                 break
-        seen: set = set()
+        keys: set = set()
         for action, nxt in succ:
             c = canon(nxt)
-            j = g.index.get(c)
-            aid = g.action_id(action)
-            if j is None:
+            aid = action_ids.get(action)
+            if aid is None:
+                aid = g.action_id(action)
+            sid = len(parent)
+            j = seen.get_or_add(fingerprint(c), sid)
+            if j < 0:
                 j = add(c, i, aid)
                 bad = invariants(c, cfg)
                 if bad is not None and fail(bad[0], "safety", bad[1], j):
-                    g.edge_dst.append(j)
-                    g.edge_action.append(aid)
+                    edge_dst.append(j)
+                    edge_action.append(aid)
                     stop = True
                     break
-            key = (j, g.action_fair[aid])
-            if key in seen:
+            key = (j, action_fair[aid])
+            if key in keys:
                 continue
-            seen.add(key)
-            g.edge_dst.append(j)
-            g.edge_action.append(aid)
+            keys.add(key)
+            edge_dst.append(j)
+            edge_action.append(aid)
         i += 1
-        if result.violation is not None and len(g.states) >= explore_after_violation:
+        if result.violation is not None and len(parent) >= explore_after_violation:
             break
-        if len(g.states) >= next_check:
-            next_check = len(g.states) + check_every
-            if bar is not None:
-                bar.n = len(g.states)
-                bar.set_postfix(depth=g.depth[i - 1], frontier=len(g.states) - i, refresh=False)
-                bar.refresh()
+        if len(parent) >= next_check:
+            next_check = len(parent) + check_every
+            if progress is not None:
+                progress(len(parent), depth[i - 1], len(parent) - i)
             limit = None
             mem = rss_mb()
             result.peak_rss_mb = max(result.peak_rss_mb, mem)
-            if max_states is not None and len(g.states) >= max_states:
+            result.store_mb = max(result.store_mb, (seen.nbytes + g.nbytes() + frontier.nbytes) / 2**20)
+            if max_states is not None and len(parent) >= max_states:
                 limit = STOP_STATES
             elif memory_mb is not None and mem >= memory_mb:
                 limit = STOP_MEMORY
@@ -355,12 +399,14 @@ def check(
                 if result.violation is None:
                     result.stop = limit
                 break
-    if bar is not None:
-        bar.close()
+    g.generated = generated
+    seen.release()  # the liveness search needs only the graph columns
     if result.violation is None and result.complete:
+        t0 = time.perf_counter()  # wall-clock ok: statistics only
         _check_liveness(result)
+        result.liveness_seconds = time.perf_counter() - t0  # wall-clock ok
     if result.violation is not None:
-        _replay(result.violation, g, cfg, canon)
+        _replay(result.violation, g, cfg, canon, symmetry)
     result.seconds = time.perf_counter() - start  # wall-clock ok
     result.cpu_seconds = time.process_time() - cpu_start  # wall-clock ok
     result.peak_rss_mb = max(result.peak_rss_mb, rss_mb())
@@ -368,158 +414,66 @@ def check(
 
 
 # --- liveness ---------------------------------------------------------------------------------------------
-def strongly_connected_components(n: int, nodes: Iterable[int], succ: Callable[[int], Iterable[int]]) -> list[list[int]]:
-    """Iterative Tarjan over the nodes given (edges leaving that set are ignored)."""
-    allowed = bytearray(n)
-    for v in nodes:
-        allowed[v] = 1
-    index = [-1] * n
-    low = [0] * n
-    on_stack = bytearray(n)
-    stack: list[int] = []
-    out: list[list[int]] = []
-    counter = 0
-    for root in range(n):
-        if not allowed[root] or index[root] >= 0:
-            continue
-        work = [(root, iter(succ(root)))]
-        index[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on_stack[root] = 1
-        while work:
-            v, it = work[-1]
-            advanced = False
-            for w in it:
-                if not allowed[w]:
-                    continue
-                if index[w] < 0:
-                    index[w] = low[w] = counter
-                    counter += 1
-                    stack.append(w)
-                    on_stack[w] = 1
-                    work.append((w, iter(succ(w))))
-                    advanced = True
-                    break
-                if on_stack[w] and index[w] < low[v]:
-                    low[v] = index[w]
-            if advanced:
-                continue
-            work.pop()
-            if work:
-                u = work[-1][0]
-                if low[v] < low[u]:
-                    low[u] = low[v]
-            if low[v] == index[v]:
-                comp = []
-                while True:
-                    w = stack.pop()
-                    on_stack[w] = 0
-                    comp.append(w)
-                    if w == v:
-                        break
-                out.append(comp)
-    return out
-
-
-def fair_components(g: StateGraph, nodes: Iterable[int], fairness: bool) -> tuple[list[list[int]], int]:
-    """The components a fair infinite run can stay in forever, and how many non-trivial ones there were.
-
-    Strong fairness per class: a component is fair when every class enabled somewhere in it is also
-    taken inside it. Otherwise the states enabling an untaken class are removed (a fair run cannot
-    visit them infinitely often) and the rest is split again (Streett-style refinement).
-    """
-    n = len(g.states)
-
-    def targets(v: int) -> list[int]:
-        return [j for j, _ in g.edges(v)]
-
-    def nontrivial(comp: list[int]) -> bool:
-        if len(comp) > 1:
-            return True
-        v = comp[0]
-        return any(j == v for j, _ in g.edges(v))
-
-    first = [c for c in strongly_connected_components(n, nodes, targets) if nontrivial(c)]
-    count = len(first)
-    work = list(first)
-    fair: list[list[int]] = []
-    while work:
-        comp = work.pop()
-        if not fairness:
-            fair.append(comp)
-            continue
-        inside = set(comp)
-        enabled: set = set()
-        taken: set = set()
-        for v in comp:
-            for j, aid in g.edges(v):
-                key = g.action_fair[aid]
-                if key is None:
-                    continue
-                enabled.add(key)
-                if j in inside:
-                    taken.add(key)
-        bad = enabled - taken
-        if not bad:
-            fair.append(comp)
-            continue
-        keep = [v for v in comp if not any(g.action_fair[aid] in bad for _, aid in g.edges(v))]
-        if keep:
-            work.extend(c for c in strongly_connected_components(n, keep, targets) if nontrivial(c))
-    return fair, count
-
-
 def _check_liveness(result: CheckResult) -> None:
     g = result.graph
-    pending = [v for v in range(len(g.states)) if g.pending[v]]
-    fair, count = fair_components(g, pending, result.fairness)
+    fair, count = fair_components(g, g.pending, result.fairness)
     result.nontrivial_sccs = count
     result.fair_sccs = len(fair)
     if not fair:
         return
     comp = min(fair, key=lambda c: (min(g.depth[v] for v in c), min(c)))
     knot = min(comp, key=lambda v: (g.depth[v], v))
-    cycle = _cycle_through(g, knot, set(comp))
-    stuck = [f"m{i}" for i, m in enumerate(g.states[knot].msgs) if not (m.done or m.dead)]
+    cycle = cycle_through(g, knot, set(comp))
+    knot_state = canonical_states(g, result.config, [knot], canonical if result.symmetry else identity,
+                                  result.symmetry)[0]
+    stuck = [f"m{i}" for i, m in enumerate(knot_state.msgs) if not (m.done or m.dead)]
     why = (f"a {'fair ' if result.fairness else ''}cycle of {len(comp)} state(s) never consumes or "
            f"dead-letters {', '.join(stuck)}")
     result.violation = Violation("liveness", "liveness", why, knot, g.path_to(knot), cycle_ids=cycle)
     result.stop = STOP_VIOLATION
 
 
-def _cycle_through(g: StateGraph, start: int, inside: set[int]) -> list[int]:
-    """The shortest path start -> ... -> start inside a component (ids after start, ending with start)."""
-    prev: dict[int, int] = {}
-    queue = deque([start])
-    while queue:
-        v = queue.popleft()
-        for j, _ in g.edges(v):
-            if j not in inside:
-                continue
-            if j == start:
-                path = [start]
-                while v != start:
-                    path.append(v)
-                    v = prev[v]
-                path.reverse()
-                return path
-            if j not in prev:
-                prev[j] = v
-                queue.append(j)
-    return [start]
-
-
 # --- traces -----------------------------------------------------------------------------------------------
-def _replay(v: Violation, g: StateGraph, cfg: ModelConfig, canon: Callable[[State], State]) -> None:
+def _apply(state: State, action: Action, cfg: ModelConfig, symmetric: bool) -> State:
+    for a, nxt in successors(state, cfg, symmetric):
+        if a == action:
+            return nxt
+    raise AssertionError(f"action {action.text()} is not enabled in {describe(state)}")
+
+
+def canonical_states(g: StateGraph, cfg: ModelConfig, ids: list[int], canon: Callable[[State], State],
+                     symmetric: bool) -> list[State]:
+    """The (canonical) states of the given ids, rebuilt by replaying the BFS tree's actions from the root
+    (states are not kept; the model is deterministic per action)."""
+    if len(g.states) == len(g):
+        return [g.states[i] for i in ids]
+    cache: dict[int, State] = {0: canon(initial_state(cfg))}
+    out = []
+    for i in ids:
+        chain = []
+        v = i
+        while v not in cache:
+            chain.append(v)
+            v = g.parent[v]
+        state = cache[v]
+        for v in reversed(chain):
+            state = canon(_apply(state, g.actions[g.parent_action[v]], cfg, symmetric))
+            cache[v] = state
+        out.append(cache[i])
+    return out
+
+
+def _replay(v: Violation, g: StateGraph, cfg: ModelConfig, canon: Callable[[State], State], symmetric: bool) -> None:
     """Re-run the canonical path on concrete states, so message names stay the same along the trace."""
     concrete = initial_state(cfg)
+    wanted = canonical_states(g, cfg, v.path_ids + v.cycle_ids, canon, symmetric)
+    by_id = dict(zip(v.path_ids + v.cycle_ids, wanted, strict=True))
 
     def walk(ids: list[int], number: int) -> list[Step]:
         nonlocal concrete
         steps = []
         for sid in ids:
-            want = g.states[sid]
+            want = by_id[sid]
             for action, nxt in successors(concrete, cfg):
                 if canon(nxt) == want:
                     number += 1

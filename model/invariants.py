@@ -515,8 +515,15 @@ def _repeat_after_a_crash(ix: _Index, consumes: list[dict], again: dict) -> bool
     repeats are counted by the duplicates invariant, they are not retries beyond the DLQ."""
     crashes = [e["seq"] for e in ix.by_kind["crash"]]
     before = [c for c in consumes if c["seq"] <= again["seq"] and c["reconsume_times"] <= again["reconsume_times"]]
-    return any(a["reconsume_times"] == b["reconsume_times"] and any(a["seq"] < s < b["seq"] for s in crashes)
-               for i, a in enumerate(before) for b in before[i + 1:])
+    if any(a["reconsume_times"] == b["reconsume_times"] and any(a["seq"] < s < b["seq"] for s in crashes)
+           for i, a in enumerate(before) for b in before[i + 1:]):
+        return True
+    # Or the crash came before any consume: a delivery it rewound stored a copy up to ``again``'s a second time.
+    copies = [e for e in ix.by_msg[again["msg_id"]] if e["kind"] == "store" and e["seq"] < again["seq"]
+              and e["topic"] not in ("SCHEDULE_TOPIC_XXXX", "rmq_sys_wheel_timer")
+              and e["reconsume_times"] <= again["reconsume_times"]]
+    return any((a["topic"], a["reconsume_times"]) == (b["topic"], b["reconsume_times"])
+               and any(a["seq"] < s < b["seq"] for s in crashes) for i, a in enumerate(copies) for b in copies[i + 1:])
 
 
 def check_dlq_after_max_retries(ix: _Index, ctx: RunContext) -> dict:

@@ -279,6 +279,22 @@ def initial_state(cfg: ModelConfig) -> State:
 
 
 # --- the transition relation ----------------------------------------------------------------------------
+# One small function per actor (producer, scheduler, clock, consumer, client, persister, crasher, restarter);
+# ``successors`` asks each in a fixed order (the order decides which shortest trace BFS shows first).
+_FIELD_INDEX = {cls: {name: i for i, name in enumerate(cls._fields)} for cls in (State, Level, Topic, Sched, Copy, Msg)}
+_new_tuple = tuple.__new__
+
+
+def _with(s, **changes):
+    """``s`` (a State, or one of its records) with some fields changed: the one way a transition builds its
+    successor. Like ``_replace``, without its generic machinery (this is the checker's hot path)."""
+    values = list(s)
+    index = _FIELD_INDEX[type(s)]
+    for name, value in changes.items():
+        values[index[name]] = value
+    return _new_tuple(type(s), values)
+
+
 def _put(seq: tuple, i: int, value) -> tuple:
     return seq[:i] + (value,) + seq[i + 1:]
 
@@ -292,46 +308,34 @@ def client_offset(s: State, t: int, cfg: ModelConfig) -> int:
     return s.topics[t].pull
 
 
-def _deliver(s: State, li: int, cfg: ModelConfig) -> State:
-    lv = s.levels[li]
-    c = lv.cursor
-    e = lv.entries[c]
-    status = RESETTLED if e.status in (SETTLED, RESETTLED) else DELIVERED
-    entries = _put(lv.entries, c, Sched(e.msg, e.r, e.wait, status, e.dest))
-    topics, dlq, msgs = s.topics, s.dlq, s.msgs
-    if e.dest == DEST_DLQ:
-        dlq = dlq + ((e.msg, e.r),)
-        m = msgs[e.msg]
-        if not m.dead:
-            msgs = _put(msgs, e.msg, Msg(m.level, m.done, True, m.dup))
-    else:
-        tp = topics[e.dest]
-        topics = _put(topics, e.dest, Topic(tp.entries + (Copy(e.msg, e.r, False, li + 1),), tp.pull, tp.cmem,
-                                            tp.cper))
-    cursor = c + 1
-    table, running = cursor, False
-    if "offset_from_task_start" in cfg.mutants:
-        # #3966: every put in one task records taskStart + 1; the E5 not-due branch corrects it.
-        table = lv.table if lv.running else cursor
-        if cursor < len(entries):
-            if entries[cursor].wait == 0:
-                running = True
-            elif cfg.era == ERA_5:
-                table = cursor
-    return State(s.up, s.crashes, s.faults, s.persists, msgs,
-                 _put(s.levels, li, Level(entries, cursor, table, lv.persisted, running)), topics, s.pq, dlq)
+def _mark(msgs: tuple[Msg, ...], i: int, **flags: bool) -> tuple[Msg, ...]:
+    """The message records with flags set on message i (unchanged when already set)."""
+    m = msgs[i]
+    if all(getattr(m, name) == value for name, value in flags.items()):
+        return msgs
+    return _put(msgs, i, _with(m, **flags))
 
 
-def _with_levels(s: State, levels: tuple[Level, ...], faults: int | None = None) -> State:
-    """``s`` with other levels (and fault budget): the hot path, so no ``_replace``."""
-    return State(s.up, s.crashes, s.faults if faults is None else faults, s.persists, s.msgs, levels, s.topics,
-                 s.pq, s.dlq)
+def _acked(tp: Topic, o: int) -> Topic:
+    """The topic with its copy at offset o marked acked (consumed or sent back at least once)."""
+    e = tp.entries[o]
+    return tp if e.acked else _with(tp, entries=_put(tp.entries, o, _with(e, acked=True)))
+
+
+def _append(tp: Topic, copy: Copy) -> Topic:
+    return _with(tp, entries=tp.entries + (copy,))
 
 
 def _schedule(s: State, level: int, entry: Sched) -> State:
     lv = s.levels[level - 1]
-    return _with_levels(s, _put(s.levels, level - 1, Level(lv.entries + (entry,), lv.cursor, lv.table,
-                                                            lv.persisted, lv.running)))
+    return _with(s, levels=_put(s.levels, level - 1, _with(lv, entries=lv.entries + (entry,))))
+
+
+def _fault_budget(s: State, cfg: ModelConfig) -> int | None:
+    """The fault budget after one more put failure, or None when none is left."""
+    if cfg.put_failures is None:
+        return s.faults
+    return s.faults - 1 if s.faults > 0 else None
 
 
 def _rewind(s: State) -> State:
@@ -347,17 +351,17 @@ def _rewind(s: State) -> State:
                 if e.status != PENDING:
                     dup.add(e.msg)
                     if e.status == DELIVERED:
-                        changed[i] = Sched(e.msg, e.r, e.wait, REWOUND, e.dest)
-            lv = Level(tuple(changed), lv.cursor, lv.table, lv.persisted, lv.running)
+                        changed[i] = _with(e, status=REWOUND)
+            lv = _with(lv, entries=tuple(changed))
         levels.append(lv)
     for tp in s.topics:
         for c in tp.entries[tp.pull:]:
             if c.acked:
                 dup.add(c.msg)
     msgs = s.msgs
-    if dup:
-        msgs = tuple(Msg(m.level, m.done, m.dead, True) if i in dup and not m.dup else m for i, m in enumerate(msgs))
-    return State(s.up, s.crashes, s.faults, s.persists, msgs, tuple(levels), s.topics, s.pq, s.dlq)
+    for i in sorted(dup):
+        msgs = _mark(msgs, i, dup=True)
+    return _with(s, msgs=msgs, levels=tuple(levels))
 
 
 def _settle(levels: tuple[Level, ...]) -> tuple[Level, ...]:
@@ -365,43 +369,111 @@ def _settle(levels: tuple[Level, ...]) -> tuple[Level, ...]:
     out = []
     for lv in levels:
         if any(e.status == DELIVERED for e in lv.entries):
-            lv = Level(tuple(Sched(e.msg, e.r, e.wait, SETTLED, e.dest) if e.status == DELIVERED else e
-                             for e in lv.entries), lv.cursor, lv.table, lv.persisted, lv.running)
+            lv = _with(lv, entries=tuple(_with(e, status=SETTLED) if e.status == DELIVERED else e
+                                           for e in lv.entries))
         out.append(lv)
     return tuple(out)
 
 
-def _send_back(s: State, cfg: ModelConfig, k: int, out: list) -> None:
-    """The broker's consumerSendMsgBack for the failed message pq[k], and its put failure."""
-    t, o, _stage = s.pq[k]
-    tp = s.topics[t]
-    e = tp.entries[o]
-    rest = s.pq[:k] + s.pq[k + 1:]
-    where = (("topic", TOPIC_NAMES[t]), ("offset", o), ("msg", e.msg))
-    acked_tp = tp if e.acked else Topic(_put(tp.entries, o, Copy(e.msg, e.r, True, e.level)), tp.pull, tp.cmem,
-                                        tp.cper)
-    base = State(s.up, s.crashes, s.faults, s.persists, s.msgs, s.levels, _put(s.topics, t, acked_tp), rest, s.dlq)
-    if cfg.goes_to_dlq(e.r):
-        if "dlq_keeps_delay" in cfg.mutants and e.level > 0:
-            nxt = _schedule(base, e.level, Sched(e.msg, e.r + 1, cfg.delay(e.level), PENDING, DEST_DLQ))
+def _persist_levels(levels: tuple[Level, ...]) -> tuple[Level, ...]:
+    return tuple(_with(lv, persisted=lv.table) for lv in levels)
+
+
+def _persist_topics(topics: tuple[Topic, ...]) -> tuple[Topic, ...]:
+    return tuple(_with(tp, cper=tp.cmem) for tp in topics)
+
+
+# The restarter: a crashed broker comes back (its only action while down).
+def _restart(s: State, cfg: ModelConfig) -> tuple[Action, State]:
+    levels = s.levels
+    if "persist_before_load" in cfg.mutants:
+        levels = tuple(_with(lv, cursor=0, table=0, persisted=0) for lv in levels)
+    restarted = _with(s, up=True, levels=levels)
+    if levels is not s.levels:
+        restarted = _rewind(restarted)
+    return Action("restart"), restarted
+
+
+# The producer: each unsent message can be sent (to its level, or straight to TopicTest), or fail.
+def _producer(s: State, cfg: ModelConfig, symmetric: bool, out: list) -> None:
+    offered: set[int] = set()
+    faults = _fault_budget(s, cfg)
+    for i, m in enumerate(s.msgs):
+        level = m.level
+        if level < 0:
+            continue
+        if symmetric:
+            if level in offered:
+                continue
+            offered.add(level)
+        sent = _with(s, msgs=_put(s.msgs, i, Msg(-1, False, False, False)))
+        if level == 0:
+            sent = _with(sent, topics=_put(s.topics, T_REAL, _append(s.topics[T_REAL], Copy(i, 0, False, 0))))
         else:
-            m = base.msgs[e.msg]
-            msgs = base.msgs if m.dead else _put(base.msgs, e.msg, Msg(m.level, m.done, True, m.dup))
-            nxt = State(base.up, base.crashes, base.faults, base.persists, msgs, base.levels, base.topics, base.pq,
-                        base.dlq + ((e.msg, e.r + 1),))
-        out.append((Action("dlq", where + (("r", e.r + 1),)), nxt))
+            sent = _schedule(sent, level, Sched(i, 0, cfg.delay(level), PENDING, T_REAL))
+        out.append((Action("send", (("msg", i), ("level", level))), sent))
+        if faults is not None:
+            out.append((Action("fault", (("site", SITE_PUT), ("msg", i))), _with(s, faults=faults)))
+
+
+def _deliver(s: State, li: int, cfg: ModelConfig) -> State:
+    """The level task puts the unit at its cursor back to its destination and moves on."""
+    lv = s.levels[li]
+    c = lv.cursor
+    e = lv.entries[c]
+    entries = _put(lv.entries, c, _with(e, status=RESETTLED if e.status in (SETTLED, RESETTLED) else DELIVERED))
+    nxt = s
+    if e.dest == DEST_DLQ:
+        nxt = _with(s, dlq=s.dlq + ((e.msg, e.r),), msgs=_mark(s.msgs, e.msg, dead=True))
     else:
-        level = cfg.retry_level(e.r)
-        nxt = _schedule(base, level, Sched(e.msg, e.r + 1, cfg.delay(level), PENDING, T_RETRY))
-        out.append((Action("send_back", where + (("r", e.r), ("level", level))), nxt))
-    if cfg.put_failures is None or s.faults > 0:
-        faults = s.faults if cfg.put_failures is None else s.faults - 1
-        if "commit_on_failed_send_back" in cfg.mutants:
-            pq = rest  # dropped from the process queue as if acked
-        else:
-            pq = tuple(sorted(rest + ((t, o, AWAIT_RESUBMIT),)))
-        failed = State(s.up, s.crashes, faults, s.persists, s.msgs, s.levels, s.topics, pq, s.dlq)
-        out.append((Action("fault", (("site", SITE_SEND_BACK),) + where), failed))
+        nxt = _with(s, topics=_put(s.topics, e.dest, _append(s.topics[e.dest], Copy(e.msg, e.r, False, li + 1))))
+    cursor = c + 1
+    table, running = cursor, False
+    if "offset_from_task_start" in cfg.mutants:
+        # #3966: every put in one task records taskStart + 1; the E5 not-due branch corrects it.
+        table = lv.table if lv.running else cursor
+        if cursor < len(entries):
+            if entries[cursor].wait == 0:
+                running = True
+            elif cfg.era == ERA_5:
+                table = cursor
+    return _with(nxt, levels=_put(s.levels, li, Level(entries, cursor, table, lv.persisted, running)))
+
+
+# The scheduler: each level's task delivers the unit at its cursor once it is due, or its put fails.
+def _scheduler(s: State, cfg: ModelConfig, out: list) -> None:
+    faults = _fault_budget(s, cfg)
+    for li, lv in enumerate(s.levels):
+        c = lv.cursor
+        if c >= len(lv.entries) or lv.entries[c].wait != 0:
+            continue
+        e = lv.entries[c]
+        out.append((Action("deliver", (("level", li + 1), ("msg", e.msg), ("r", e.r), ("to", TOPIC_NAMES[e.dest]))),
+                    _deliver(s, li, cfg)))
+        if faults is None:
+            continue
+        # 5.3.3 retries a failed put at the same unit; #9249 rescheduled past it.
+        skip = "skip_failed_delivery" in cfg.mutants
+        failed = _with(lv, cursor=c + 1 if skip else c, running=False)
+        out.append((Action("fault", (("site", SITE_SCHEDULE_DELIVER), ("level", li + 1), ("msg", e.msg))),
+                    _with(s, levels=_put(s.levels, li, failed), faults=faults)))
+        if cfg.era == ERA_4:
+            # E3 retries a unit whose rebuild threw; the E1 Timer era dropped it.
+            drop = "drop_on_exception" in cfg.mutants
+            failed = _with(lv, cursor=c + 1 if drop else c, running=False)
+            out.append((Action("fault", (("site", SITE_SCHEDULE_REBUILD), ("level", li + 1), ("msg", e.msg))),
+                        _with(s, levels=_put(s.levels, li, failed), faults=faults)))
+
+
+# The clock: one tick passes while any unit still waits (waits never decrease along a level's queue).
+def _clock(s: State, cfg: ModelConfig, out: list) -> None:
+    if not any(lv.entries and lv.entries[-1].wait > 0 for lv in s.levels):
+        return
+    levels = tuple(
+        _with(lv, entries=tuple(_with(e, wait=e.wait - 1) if e.wait > 0 else e for e in lv.entries))
+        if lv.entries and lv.entries[-1].wait > 0 else lv
+        for lv in s.levels)
+    out.append((Action("tick"), _with(s, levels=levels)))
 
 
 def _consume(s: State, cfg: ModelConfig, t: int, o: int, k: int | None, out: list) -> None:
@@ -411,27 +483,93 @@ def _consume(s: State, cfg: ModelConfig, t: int, o: int, k: int | None, out: lis
     args = (("topic", TOPIC_NAMES[t]), ("offset", o), ("msg", e.msg), ("r", e.r))
     if k is None:
         # The pull request carries the client's offset, which the broker commits (ROCKETMQ.md 5.1).
-        pull, cmem, rest = o + 1, client_offset(s, t, cfg), s.pq
+        tp, rest = _with(tp, pull=o + 1, cmem=client_offset(s, t, cfg)), s.pq
     else:
-        pull, cmem, rest = tp.pull, tp.cmem, s.pq[:k] + s.pq[k + 1:]
-    entries = tp.entries if e.acked else _put(tp.entries, o, Copy(e.msg, e.r, True, e.level))
-    m = s.msgs[e.msg]
-    msgs = s.msgs if m.done else _put(s.msgs, e.msg, Msg(m.level, True, m.dead, m.dup))
-    out.append((Action("consume", args + (("status", CONSUME_SUCCESS),)),
-                State(s.up, s.crashes, s.faults, s.persists, msgs, s.levels,
-                      _put(s.topics, t, Topic(entries, pull, cmem, tp.cper)), rest, s.dlq)))
-    out.append((Action("consume", args + (("status", RECONSUME_LATER),)),
-                State(s.up, s.crashes, s.faults, s.persists, s.msgs, s.levels,
-                      _put(s.topics, t, Topic(tp.entries, pull, cmem, tp.cper)),
-                      tuple(sorted(rest + ((t, o, AWAIT_SEND_BACK),))), s.dlq)))
+        rest = s.pq[:k] + s.pq[k + 1:]
+    ok = _with(s, msgs=_mark(s.msgs, e.msg, done=True), topics=_put(s.topics, t, _acked(tp, o)), pq=rest)
+    out.append((Action("consume", args + (("status", CONSUME_SUCCESS),)), ok))
+    later = _with(s, topics=_put(s.topics, t, tp), pq=tuple(sorted(rest + ((t, o, AWAIT_SEND_BACK),))))
+    out.append((Action("consume", args + (("status", RECONSUME_LATER),)), later))
 
 
-def _persist_levels(levels: tuple[Level, ...]) -> tuple[Level, ...]:
-    return tuple(Level(lv.entries, lv.cursor, lv.table, lv.table, lv.running) for lv in levels)
+# The consumer: pull-and-consume the next copy of each queue; re-consume after a failed send-back.
+def _consumer(s: State, cfg: ModelConfig, out: list) -> None:
+    for t in (T_REAL, T_RETRY):
+        tp = s.topics[t]
+        if tp.pull < len(tp.entries):
+            _consume(s, cfg, t, tp.pull, None, out)
+    for k, (t, o, _stage) in enumerate(s.pq):
+        _consume(s, cfg, t, o, k, out)
 
 
-def _persist_topics(topics: tuple[Topic, ...]) -> tuple[Topic, ...]:
-    return tuple(Topic(tp.entries, tp.pull, tp.cmem, tp.cmem) for tp in topics)
+def _send_back(s: State, cfg: ModelConfig, k: int) -> list[tuple[Action, State]]:
+    """The broker's consumerSendMsgBack for the failed message pq[k] (to a retry level or the DLQ), or its
+    put failure. It runs synchronously in the consume thread right after the listener returned, so it is
+    the only action while due (ROCKETMQ.md 4.2)."""
+    out = []
+    t, o, _stage = s.pq[k]
+    e = s.topics[t].entries[o]
+    rest = s.pq[:k] + s.pq[k + 1:]
+    where = (("topic", TOPIC_NAMES[t]), ("offset", o), ("msg", e.msg))
+    base = _with(s, topics=_put(s.topics, t, _acked(s.topics[t], o)), pq=rest)
+    if cfg.goes_to_dlq(e.r):
+        if "dlq_keeps_delay" in cfg.mutants and e.level > 0:
+            nxt = _schedule(base, e.level, Sched(e.msg, e.r + 1, cfg.delay(e.level), PENDING, DEST_DLQ))
+        else:
+            nxt = _with(base, msgs=_mark(base.msgs, e.msg, dead=True), dlq=base.dlq + ((e.msg, e.r + 1),))
+        out.append((Action("dlq", where + (("r", e.r + 1),)), nxt))
+    else:
+        level = cfg.retry_level(e.r)
+        nxt = _schedule(base, level, Sched(e.msg, e.r + 1, cfg.delay(level), PENDING, T_RETRY))
+        out.append((Action("send_back", where + (("r", e.r), ("level", level))), nxt))
+    faults = _fault_budget(s, cfg)
+    if faults is not None:
+        if "commit_on_failed_send_back" in cfg.mutants:
+            pq = rest  # dropped from the process queue as if acked
+        else:
+            pq = tuple(sorted(rest + ((t, o, AWAIT_RESUBMIT),)))
+        out.append((Action("fault", (("site", SITE_SEND_BACK),) + where), _with(s, faults=faults, pq=pq)))
+    return out
+
+
+# The client: its periodic persistAll commits the offset; modelled once the queue has nothing left to
+# pull (while it has, every pull carries the offset anyway).
+def _client(s: State, cfg: ModelConfig, out: list) -> None:
+    for t in (T_REAL, T_RETRY):
+        co = client_offset(s, t, cfg)
+        tp = s.topics[t]
+        if co != tp.cmem and tp.pull == len(tp.entries):
+            out.append((Action("offset_commit", (("topic", TOPIC_NAMES[t]), ("offset", co))),
+                        _with(s, topics=_put(s.topics, t, _with(tp, cmem=co)))))
+
+
+# The persister: a persist point writes delayOffset.json or consumerOffset.json (a bounded budget).
+def _persister(s: State, cfg: ModelConfig, out: list) -> None:
+    if s.persists <= 0:
+        return
+    if any(lv.table != lv.persisted or any(e.status == DELIVERED for e in lv.entries) for lv in s.levels):
+        out.append((Action("persist", (("file", DELAY_FILE),)),
+                    _with(s, persists=s.persists - 1, levels=_settle(_persist_levels(s.levels)))))
+    if any(tp.cper != tp.cmem for tp in s.topics):
+        out.append((Action("persist", (("file", CONSUMER_FILE),)),
+                    _with(s, persists=s.persists - 1, topics=_persist_topics(s.topics))))
+
+
+# The crasher: the broker (and its consumer session) goes down; restart is a separate action.
+def _crasher(s: State, cfg: ModelConfig, out: list) -> None:
+    if s.crashes <= 0:
+        return
+    for kind in cfg.crash_kinds:
+        levels, topics = s.levels, s.topics
+        if kind == "graceful":
+            if "no_persist_at_shutdown" not in cfg.mutants:
+                levels = _persist_levels(levels)
+            levels = _settle(levels)
+            topics = _persist_topics(topics)
+        levels = tuple(Level(lv.entries, lv.persisted, lv.persisted, lv.persisted, False) for lv in levels)
+        topics = tuple(_with(tp, pull=tp.cper, cmem=tp.cper) for tp in topics)
+        down = _with(s, up=False, crashes=s.crashes - 1, levels=levels, topics=topics, pq=())
+        out.append((Action("crash", (("kind", kind),)), _rewind(down)))
 
 
 def successors(s: State, cfg: ModelConfig, symmetric: bool = False) -> list[tuple[Action, State]]:
@@ -440,123 +578,19 @@ def successors(s: State, cfg: ModelConfig, symmetric: bool = False) -> list[tupl
     ``symmetric``: offer the send of only one unsent message per level (the others are renamings of
     it, merged anyway by the symmetry reduction; this only saves computing them).
     """
-    out: list[tuple[Action, State]] = []
     if not s.up:
-        levels = s.levels
-        if "persist_before_load" in cfg.mutants:
-            levels = tuple(lv._replace(cursor=0, table=0, persisted=0) for lv in levels)
-        restarted = s._replace(up=True, levels=levels)
-        if levels is not s.levels:
-            restarted = _rewind(restarted)
-        out.append((Action("restart"), restarted))
-        return out
+        return [_restart(s, cfg)]
     for k, item in enumerate(s.pq):
         if item[2] == AWAIT_SEND_BACK:
-            # processConsumeResult sends a failed message back synchronously, in the consume thread,
-            # right after the listener returned: nothing interleaves (ROCKETMQ.md 4.2).
-            _send_back(s, cfg, k, out)
-            return out
-    unbounded = cfg.put_failures is None
-    can_fail = unbounded or s.faults > 0
-    fault_left = s.faults if unbounded else s.faults - 1
-
-    # Producer sends.
-    offered: set[int] = set()
-    for i, m in enumerate(s.msgs):
-        if m.level < 0:
-            continue
-        level = m.level
-        if symmetric:
-            if level in offered:
-                continue
-            offered.add(level)
-        msgs = _put(s.msgs, i, Msg(-1, False, False, False))
-        topics = s.topics
-        if level == 0:
-            tp = topics[T_REAL]
-            topics = _put(topics, T_REAL, Topic(tp.entries + (Copy(i, 0, False, 0),), tp.pull, tp.cmem, tp.cper))
-        sent = State(s.up, s.crashes, s.faults, s.persists, msgs, s.levels, topics, s.pq, s.dlq)
-        if level > 0:
-            sent = _schedule(sent, level, Sched(i, 0, cfg.delay(level), PENDING, T_REAL))
-        out.append((Action("send", (("msg", i), ("level", level))), sent))
-        if can_fail:
-            out.append((Action("fault", (("site", SITE_PUT), ("msg", i))), _with_levels(s, s.levels, fault_left)))
-
-    # The scheduler: the unit at each level's cursor, when due; time passes while any unit waits.
-    waiting = False
-    for li, lv in enumerate(s.levels):
-        c = lv.cursor
-        if c < len(lv.entries):
-            e = lv.entries[c]
-            if e.wait == 0:
-                out.append((Action("deliver", (("level", li + 1), ("msg", e.msg), ("r", e.r),
-                                               ("to", TOPIC_NAMES[e.dest]))), _deliver(s, li, cfg)))
-                if can_fail:
-                    # 5.3.3 retries a failed put at the same unit; #9249 rescheduled past it.
-                    failed = Level(lv.entries, c + 1 if "skip_failed_delivery" in cfg.mutants else c,
-                                   lv.table, lv.persisted, False)
-                    out.append((Action("fault", (("site", SITE_SCHEDULE_DELIVER), ("level", li + 1),
-                                                 ("msg", e.msg))),
-                                _with_levels(s, _put(s.levels, li, failed), fault_left)))
-                    if cfg.era == ERA_4:
-                        # E3 retries a unit whose rebuild threw; the E1 Timer era dropped it.
-                        failed = Level(lv.entries, c + 1 if "drop_on_exception" in cfg.mutants else c,
-                                       lv.table, lv.persisted, False)
-                        out.append((Action("fault", (("site", SITE_SCHEDULE_REBUILD), ("level", li + 1),
-                                                     ("msg", e.msg))),
-                                    _with_levels(s, _put(s.levels, li, failed), fault_left)))
-            if not waiting:
-                waiting = lv.entries[-1].wait > 0  # waits never decrease along a level's queue
-    if waiting:
-        levels = tuple(
-            Level(tuple(Sched(e.msg, e.r, e.wait - 1, e.status, e.dest) if e.wait > 0 else e for e in lv.entries),
-                  lv.cursor, lv.table, lv.persisted, lv.running)
-            if lv.entries and lv.entries[-1].wait > 0 else lv
-            for lv in s.levels)
-        out.append((Action("tick"), _with_levels(s, levels)))
-
-    # The consumer: pull-and-consume the next copy of each queue; re-consume after a failed send-back.
-    for t in (T_REAL, T_RETRY):
-        tp = s.topics[t]
-        if tp.pull < len(tp.entries):
-            _consume(s, cfg, t, tp.pull, None, out)
-    for k, (t, o, _stage) in enumerate(s.pq):
-        _consume(s, cfg, t, o, k, out)
-
-    # The client's periodic persistAll commits its offset; modelled once the queue has nothing left
-    # to pull (while it has, every pull carries the offset anyway).
-    for t in (T_REAL, T_RETRY):
-        co = client_offset(s, t, cfg)
-        tp = s.topics[t]
-        if co != tp.cmem and tp.pull == len(tp.entries):
-            out.append((Action("offset_commit", (("topic", TOPIC_NAMES[t]), ("offset", co))),
-                        State(s.up, s.crashes, s.faults, s.persists, s.msgs, s.levels,
-                              _put(s.topics, t, Topic(tp.entries, tp.pull, co, tp.cper)), s.pq, s.dlq)))
-
-    # Persist points.
-    if s.persists > 0:
-        if any(lv.table != lv.persisted or any(e.status == DELIVERED for e in lv.entries) for lv in s.levels):
-            levels = _settle(_persist_levels(s.levels))
-            out.append((Action("persist", (("file", DELAY_FILE),)),
-                        State(s.up, s.crashes, s.faults, s.persists - 1, s.msgs, levels, s.topics, s.pq, s.dlq)))
-        if any(tp.cper != tp.cmem for tp in s.topics):
-            topics = _persist_topics(s.topics)
-            out.append((Action("persist", (("file", CONSUMER_FILE),)),
-                        State(s.up, s.crashes, s.faults, s.persists - 1, s.msgs, s.levels, topics, s.pq, s.dlq)))
-
-    # Crashes: the broker (and its consumer session) goes down; restart is a separate action.
-    if s.crashes > 0:
-        for kind in cfg.crash_kinds:
-            levels, topics = s.levels, s.topics
-            if kind == "graceful":
-                if "no_persist_at_shutdown" not in cfg.mutants:
-                    levels = _persist_levels(levels)
-                levels = _settle(levels)
-                topics = _persist_topics(topics)
-            levels = tuple(Level(lv.entries, lv.persisted, lv.persisted, lv.persisted, False) for lv in levels)
-            topics = tuple(Topic(tp.entries, tp.cper, tp.cper, tp.cper) for tp in topics)
-            down = _rewind(State(False, s.crashes - 1, s.faults, s.persists, s.msgs, levels, topics, (), s.dlq))
-            out.append((Action("crash", (("kind", kind),)), down))
+            return _send_back(s, cfg, k)
+    out: list[tuple[Action, State]] = []
+    _producer(s, cfg, symmetric, out)
+    _scheduler(s, cfg, out)
+    _clock(s, cfg, out)
+    _consumer(s, cfg, out)
+    _client(s, cfg, out)
+    _persister(s, cfg, out)
+    _crasher(s, cfg, out)
     return out
 
 

@@ -69,8 +69,8 @@ def _cmd_inspect_key(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    """``rmqsim check``: the exhaustive model check (model/cli.py does the work)."""
-    from model.cli import BadInput, run
+    """``rmqsim check``: the exhaustive model check (scenarios/check_cli.py does the work)."""
+    from .check_cli import BadInput, run
 
     try:
         return run(args)
@@ -520,7 +520,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_gate)
 
     p = sub.add_parser("check", help="exhaustive model check of the abstract model (states, traces, GraphML)")
-    from model.cli import add_arguments as add_check_arguments
+    from .check_cli import add_arguments as add_check_arguments
 
     add_check_arguments(p)
     p.error = _one_line_error

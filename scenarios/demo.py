@@ -87,11 +87,11 @@ def _captured(check_main, argv: list[str], path: str) -> int:
 
 def run_model_check(check_dir: str) -> bool:
     """The model checker on a small configuration (every property holds), then the same model with the
-    #3473 bug put back, whose counterexample is drawn on the state graph; when ``model.cli`` exists."""
+    #3473 bug put back, whose counterexample is drawn on the state graph; when ``scenarios.check_cli`` exists."""
     try:
-        from model.cli import check_main
+        from scenarios.check_cli import check_main
     except ImportError:
-        print("  skipped: the model checker's command line (model/cli.py) is not there yet")
+        print("  skipped: the model checker's command line (scenarios/check_cli.py) is not there yet")
         return False
     _fresh(check_dir)
     try:

@@ -8,7 +8,7 @@ import sys
 
 import networkx as nx
 
-from model.cli import check_main
+from scenarios.check_cli import check_main
 
 SMALL = ["--messages", "1", "--levels", "1", "--max-retries", "0", "--crashes", "0", "--put-failures", "1",
          "--persist-points", "0"]
@@ -27,6 +27,7 @@ def test_a_mutant_exits_1_with_a_numbered_trace(capsys):
     assert "VIOLATION of delay_offset_covers_delivered" in out
     assert "  1. send msg=m0 level=1" in out
     assert "  3. fault site=schedule.deliver_put level=1 msg=m0" in out
+    assert "as a history (model/render.py): flagged by no_loss" in out and "DISAGREE" not in out
 
 
 def test_bad_input_exits_2_with_one_line_and_no_traceback(capsys):
@@ -56,6 +57,8 @@ def test_json_document(capsys):
     assert steps[0] == {"step": 1, "verb": "send", "msg": "m0", "level": 1,
                         "store": ["SCHEDULE_TOPIC_XXXX:0@0"], "state": steps[0]["state"]}
     assert doc["stats"]["states"] > 0 and doc["stats"]["symmetry"] is True
+    assert doc["history_cross_check"] == {"flagged_by": ["dlq_after_max_retries"], "oracles_agree": True}
+    assert 0 <= doc["stats"]["fingerprint_collision_probability"] < 1e-9
 
 
 def test_compare_symmetry_reports_the_factor(capsys):
@@ -98,3 +101,18 @@ def test_rmqsim_check_subcommand_runs_in_a_fresh_process():
     bad = subprocess.run([sys.executable, "-m", "scenarios.cli", "check", "--messages", "-1"], capture_output=True,
                          text=True)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr
+
+
+def test_a_graph_over_the_limit_is_refused_unless_forced(tmp_path, capsys, monkeypatch):
+    import scenarios.check_cli as check_cli
+
+    monkeypatch.setattr(check_cli, "GRAPH_MAX_STATES", 300)
+    path = tmp_path / "big.graphml"
+    argv = ["--messages", "2", "--levels", "1", "--max-retries", "1", "--crashes", "0", "--put-failures", "1",
+            "--persist-points", "0", "--graph", str(path)]  # 752 states
+    assert check_main(argv) == 2
+    captured = capsys.readouterr()
+    assert "OK: " in captured.out  # the verdict is still printed
+    assert "--force-graph" in captured.err and captured.err.count("\n") == 1 and not path.exists()
+    assert check_main(argv + ["--force-graph"]) == 0
+    assert nx.read_graphml(path).number_of_nodes() == 752

@@ -151,10 +151,9 @@ def test_unbounded_put_failures_hold_under_fairness_and_fail_without_it():
 
 def _graph(n: int, edges: list[tuple[int, int, Action]]) -> StateGraph:
     g = StateGraph()
-    cfg = ModelConfig(messages=1, levels=1)
-    s0 = initial_state(cfg)
     for _ in range(n):
-        g.states.append(s0)
+        g.parent.append(-1)
+        g.parent_action.append(0xFFFF)
         g.pending.append(1)
         g.depth.append(0)
     for i in range(n):
@@ -216,7 +215,7 @@ def test_the_fast_safety_path_agrees_with_the_named_properties():
     seen = 0
     for name, (bounds, _prop, _shows) in sorted(MUTANT_CASES.items()):
         cfg = ModelConfig(**bounds, mutants=frozenset({name}))
-        result = check(cfg, invariants=lambda s, c: None, max_states=3000, symmetry=False)
+        result = check(cfg, invariants=lambda s, c: None, max_states=3000, symmetry=False, keep_states=True)
         for state in result.graph.states:
             slow = any(fn(state, cfg) is not None for _n, fn in properties.SAFETY)
             if properties._plainly_safe(state, cfg):

@@ -1,24 +1,27 @@
-"""``rmqsim check``: the exhaustive model check from the command line.
+"""``rmqsim check``: the exhaustive model check from the command line (the checker is model/checker.py).
 
 Exit codes as every rmqsim command: 0 every property holds on the whole (bounded) state space;
-1 a property is violated (the shortest trace is printed); 2 bad input, or the exploration hit a
-limit before it finished (one line on stderr, no traceback).
+1 a property is violated (the shortest trace is printed); 2 bad input, the exploration hit a limit
+before it finished, or a ``--graph`` too big to write without ``--force-graph`` (one line on stderr,
+no traceback). It lives here, not in model/, because drawing the graph needs reports/ (matplotlib).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 
-from .checker import CheckResult, check, format_stats
-from .graph_io import png_path_for, write_graphml
-from .properties import PROPERTY_NAMES
-from .spec import CRASH_KINDS, ERA_5, ERAS, MUTANTS, ModelConfig, ModelConfigError
+from model.checker import CheckResult, check, format_stats
+from model.graph_io import png_path_for, write_graphml
+from model.properties import PROPERTY_NAMES
+from model.spec import CRASH_KINDS, ERA_5, ERAS, MUTANTS, ModelConfig, ModelConfigError
 
 EXIT_OK, EXIT_VIOLATION, EXIT_BAD_INPUT = 0, 1, 2
 PNG_MAX_STATES = 300
+GRAPH_MAX_STATES = 100_000  # a bigger GraphML file needs --force-graph (it keeps every state in memory)
 
 
 class BadInput(Exception):
@@ -76,11 +79,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-symmetry", action="store_true", help="do not merge states that rename messages")
     p.add_argument("--compare-symmetry", action="store_true",
                    help="also explore without symmetry reduction and report the reduction factor")
-    p.add_argument("--max-states", type=int, default=5_000_000, metavar="N", help="stop after N states")
+    p.add_argument("--max-states", type=int, default=200_000_000, metavar="N", help="stop after N states")
     p.add_argument("--memory-mb", type=float, default=2048, metavar="M", help="stop above M MiB resident")
     p.add_argument("--max-seconds", type=float, default=None, metavar="S", help="stop after S seconds")
     p.add_argument("--graph", default=None, metavar="FILE",
-                   help=f"write the state graph as GraphML (and FILE.png when <= {PNG_MAX_STATES} states)")
+                   help=f"write the state graph as GraphML (and FILE.png when <= {PNG_MAX_STATES} states); "
+                        f"refused above {GRAPH_MAX_STATES} states unless --force-graph")
+    p.add_argument("--force-graph", action="store_true",
+                   help="write --graph whatever its size (every state is kept in memory)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
 
@@ -107,12 +114,17 @@ def run(args: argparse.Namespace) -> int:
             raise BadInput(f"--graph {args.graph}: directory {folder} does not exist")
     limits = dict(max_states=args.max_states, memory_mb=args.memory_mb, max_seconds=args.max_seconds)
     after = PNG_MAX_STATES if args.graph else 0  # a picture shows the counterexample's surroundings
-    result = check(cfg, symmetry=not args.no_symmetry, progress=None, explore_after_violation=after, **limits)
+    keep = dict(keep_states=bool(args.graph), keep_states_until=None if args.force_graph else GRAPH_MAX_STATES)
+    with _progress_bar(not args.no_progress) as progress:
+        result = check(cfg, symmetry=not args.no_symmetry, progress=progress, explore_after_violation=after,
+                       **keep, **limits)
     other: CheckResult | None = None
     if args.compare_symmetry:
-        other = check(cfg, symmetry=args.no_symmetry, progress=None, **limits)
+        with _progress_bar(not args.no_progress) as progress:
+            other = check(cfg, symmetry=args.no_symmetry, progress=progress, **limits)
     files: list[str] = []
-    if args.graph:
+    refused = bool(args.graph) and not result.graph.keep_states
+    if args.graph and not refused:
         try:
             write_graphml(result, args.graph)
             files.append(args.graph)
@@ -130,6 +142,10 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         _print_text(result, other, files)
+    if refused:
+        print(f"rmqsim check: --graph {args.graph} not written: {result.states} states exceed the limit of "
+              f"{GRAPH_MAX_STATES} (add --force-graph to write it anyway)", file=sys.stderr)
+        return EXIT_BAD_INPUT
     if result.violation is not None:
         return EXIT_VIOLATION
     if not result.complete:
@@ -137,6 +153,27 @@ def run(args: argparse.Namespace) -> int:
               f"the check is incomplete (raise the limit or shrink the bounds)", file=sys.stderr)
         return EXIT_BAD_INPUT
     return EXIT_OK
+
+
+@contextlib.contextmanager
+def _progress_bar(enabled: bool):
+    """A tqdm bar of explored states on stderr (silent when stderr is not a terminal)."""
+    if not enabled:
+        yield None
+        return
+    from tqdm import tqdm
+
+    bar = tqdm(desc="model check", unit=" states", file=sys.stderr, leave=False, disable=None, mininterval=0.5)
+
+    def update(states: int, depth: int, frontier: int) -> None:
+        bar.n = states
+        bar.set_postfix(depth=depth, frontier=frontier, refresh=False)
+        bar.refresh()
+
+    try:
+        yield update
+    finally:
+        bar.close()
 
 
 def _reduction(result: CheckResult, other: CheckResult | None) -> dict | None:
@@ -149,8 +186,19 @@ def _reduction(result: CheckResult, other: CheckResult | None) -> dict | None:
             "complete": with_sym.complete and without.complete}
 
 
+def _as_history(result: CheckResult) -> tuple[list[str], bool]:
+    """The counterexample judged by the history invariants too (the second oracle)."""
+    from model.render import cross_check
+
+    return cross_check(result.violation, result.config)
+
+
 def _document(result: CheckResult, other: CheckResult | None, files: list[str]) -> dict:
-    return {"config": result.config.as_dict(), "verdict": result.verdict(), "stats": result.stats(),
+    history = None
+    if result.violation is not None:
+        flagged, agreed = _as_history(result)
+        history = {"flagged_by": flagged, "oracles_agree": agreed}
+    return {"history_cross_check": history, "config": result.config.as_dict(), "verdict": result.verdict(), "stats": result.stats(),
             "properties": list(PROPERTY_NAMES),
             "violation": result.violation.as_dict() if result.violation is not None else None,
             "symmetry_reduction": _reduction(result, other), "files": files}
@@ -165,9 +213,13 @@ def _print_text(result: CheckResult, other: CheckResult | None, files: list[str]
               f"verdicts {'agree' if red['same_verdict'] else 'DIFFER'})")
     if result.violation is not None:
         print(result.violation.format())
+        flagged, agreed = _as_history(result)
+        print(f"  as a history (model/render.py): {'flagged by ' + ', '.join(flagged) if flagged else 'no history invariant flags it'}"
+              f"{'' if agreed else ' (the two oracles DISAGREE: a bug in one of them)'}")
     elif result.complete:
         print(f"OK: {', '.join(PROPERTY_NAMES)} hold on all {result.states} states "
               f"(liveness under strong fairness of the system's actions)")
+    print(f"  fingerprint collision probability: calculated (optimistic): {result.collision_probability:.1E}")
     for path in files:
         print(f"  wrote {path}")
 
