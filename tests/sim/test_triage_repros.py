@@ -43,10 +43,14 @@ def test_triaged_reproduction_holds(name, seed):
     assert not failed, failed
 
 
-def test_a_local_retry_dies_with_its_dropped_process_queue_after_a_rollback():
+@pytest.mark.parametrize("era", ["5.3.3", "4.9.8"])
+def test_a_local_retry_dies_with_its_dropped_process_queue_after_a_rollback(era):
     """The mechanism of store-rollback-failing-consumer seed 4247, as the history shows it: the copy the
-    listener failed on was rolled away, the send-backs failed, and the local retry found its queue dropped."""
-    result = run_scenario(load_scenario_file(str(REPRO / "rollback-dropped-local-retry.toml")), 4247)
+    listener failed on was rolled away, the send-backs failed, and the local retry found its queue dropped
+    (4.9.8 fixes the offset 10 s later, but drops the ProcessQueue at once too). The invariants hold."""
+    result = run_scenario(load_scenario_file(str(REPRO / "rollback-dropped-local-retry.toml")), 4247, era=era,
+                          check=check_run)
+    assert result.summary["invariants"]["at_least_once_redelivery"]["holds"]
     events = result.history.events
     msg_id = "5CAFAACC4666005A00BF47B84E480131"
     mine = [e for e in events if e.get("msg_id") == msg_id]
