@@ -48,6 +48,9 @@ EVENTS: dict[str, EventKind] = {
                       "queue_id": _INT, "queue_offset": _INT, "reconsume_times": _INT, "status": _STR}),
     "send_back": _kind({"group": _STR, "msg_id": _STR, "reconsume_times": _INT, "delay_level": _INT,
                         "result": _STR, "path": _STR}),
+    # a local retry (send-back failed) skipped because its ProcessQueue was dropped before it came due
+    "local_retry_dropped": _kind({"group": _STR, "client_id": _STR, "msg_id": _STR, "queue_topic": _STR,
+                                  "queue_id": _INT, "queue_offset": _INT, "reconsume_times": _INT}),
     "offset_commit": _kind({"group": _STR, "topic": _STR, "queue_id": _INT, "offset": _INT},
                            {"client_id": _STR}),
     # one per consumer instance start (and restart): what the checks need to know about the group

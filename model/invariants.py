@@ -228,6 +228,31 @@ class _Index:
                 or self.skipped_by_a_stale_timer_queue_offset(msg_id, after_seq)
                 or (group is not None and self.below_a_committed_offset(msg_id, group, after_seq)))
 
+    def consumed_copy_destroyed(self, attempt: dict) -> bool:
+        """The copy a consume attempt read was destroyed after it was stored: a store rollback to a snapshot
+        older than the copy (``lost_msg_ids``), or a cut of its consume-queue unit. Only that copy counts."""
+        msg_id = attempt["msg_id"]
+        store = next((e for e in reversed(self.by_msg.get(msg_id, [])) if e["kind"] == "store"
+                      and e["seq"] < attempt["seq"] and e["topic"] == attempt["queue_topic"]
+                      and e["queue_id"] == attempt["queue_id"] and e["queue_offset"] == attempt["queue_offset"]),
+                     None)
+        if store is None:
+            return False
+        for e in self.by_kind["store_rollback"]:
+            if e["seq"] > store["seq"] and store["t_ms"] > e["snapshot_t_ms"] and msg_id in e["lost_msg_ids"]:
+                return True
+        return any(e["seq"] > store["seq"] and e["topic"] == store["topic"] and e["queue_id"] == store["queue_id"]
+                   and e["to_offset"] <= store["queue_offset"] < e["from_offset"] and msg_id in e["cut_msg_ids"]
+                   for e in self.by_kind["cq_truncate"])
+
+    def local_retry_dropped(self, attempt: dict) -> bool:
+        """The client's local retry of this failed attempt (its send-back failed) never ran: the ProcessQueue
+        was dropped first, and ConsumeRequest.run returns at once on a dropped queue."""
+        return any(e["seq"] > attempt["seq"] and e["group"] == attempt["group"]
+                   and e["client_id"] == attempt["client_id"] and e["queue_topic"] == attempt["queue_topic"]
+                   and e["queue_id"] == attempt["queue_id"] and e["queue_offset"] == attempt["queue_offset"]
+                   for e in self.by_msg.get(attempt["msg_id"], []) if e["kind"] == "local_retry_dropped")
+
     def _stores(self, msg_id: str, after_seq: int) -> list[dict]:
         return [e for e in self.by_msg.get(msg_id, []) if e["kind"] == "store" and e["seq"] > after_seq]
 
@@ -360,7 +385,11 @@ def check_at_least_once_redelivery(ix: _Index, ctx: RunContext) -> dict:
             dead = any(e["kind"] == "dlq" and e["group"] == group and e["seq"] > attempt["seq"] for e in events)
             if attempt["status"] != CONSUME_SUCCESS:
                 checked += 1
-                if not later and not dead and not ix.lost_to_a_fault(msg_id, group, attempt["seq"]):
+                # A fault before the attempt destroyed the copy it read, and the client's way back (the local
+                # retry of a failed send-back) died with its dropped ProcessQueue: RocketMQ itself loses it.
+                no_way_back = ix.consumed_copy_destroyed(attempt) and ix.local_retry_dropped(attempt)
+                if (not later and not dead and not no_way_back
+                        and not ix.lost_to_a_fault(msg_id, group, attempt["seq"])):
                     violations.append({"msg_id": msg_id, "group": group, "events": ix.quote(msg_id),
                                        "explanation": f"consume attempt {attempt['reconsume_times']} in {group} failed "
                                                       f"at t={attempt['t_ms']} ms but the message was never "

@@ -42,6 +42,7 @@ class ConsumeRequest:
     msgs: list[MessageExt]
     process_queue: ProcessQueue
     message_queue: MessageQueue
+    local_retry: bool = False  # submitted by submitConsumeRequestLater: the only copy the client still holds
 
 
 class ConsumeMessageConcurrentlyService:
@@ -52,11 +53,12 @@ class ConsumeMessageConcurrentlyService:
     # --- submission --------------------------------------------------------------------------------------
     def submit_consume_request(
         self, msgs: list[MessageExt], process_queue: ProcessQueue, message_queue: MessageQueue,
-        dispatch_to_consume: bool = True,
+        dispatch_to_consume: bool = True, local_retry: bool = False,
     ) -> None:
         batch = max(1, self.consumer.consume_message_batch_max_size)
         for i in range(0, len(msgs), batch):
-            self.consume_requests.append(ConsumeRequest(list(msgs[i : i + batch]), process_queue, message_queue))
+            self.consume_requests.append(
+                ConsumeRequest(list(msgs[i : i + batch]), process_queue, message_queue, local_retry))
 
     def submit_consume_request_later(
         self, msgs: list[MessageExt], process_queue: ProcessQueue, message_queue: MessageQueue
@@ -64,17 +66,24 @@ class ConsumeMessageConcurrentlyService:
         consumer = self.consumer
         consumer.consume_later_service.submit(
             consumer.now_mono_ms + SUBMIT_LATER_DELAY_MS,
-            lambda _mono: self.submit_consume_request(msgs, process_queue, message_queue, True),
+            lambda _mono: self.submit_consume_request(msgs, process_queue, message_queue, True, local_retry=True),
         )
 
     # --- the consume thread's side -----------------------------------------------------------------------
     def next_consume_request(self) -> ConsumeRequest | None:
-        """The next request to run, prepared as ConsumeRequest.run prepares it; dropped queues are skipped."""
+        """The next request to run, prepared as ConsumeRequest.run prepares it; dropped queues are skipped.
+
+        A skipped local retry is recorded: its send-back failed, so the client re-pulls the message from the
+        broker's queue, and a fault may have destroyed that copy (ConsumeRequest.run returns at once in 4.9.8
+        and 5.3.3 alike)."""
         while self.consume_requests:
             request = self.consume_requests.popleft()
             if request.process_queue.dropped:
                 self.consumer.log(f"the message queue not be able to consume, because it's dropped. "
                                   f"group={self.consumer.consumer_group} {request.message_queue}")
+                if request.local_retry:
+                    for msg in request.msgs:
+                        self.consumer.emit_local_retry_dropped(msg, request.message_queue.topic)
                 continue
             self.reset_retry_and_namespace(request.msgs)
             now = str(self.consumer.clock.now_ms())

@@ -489,6 +489,16 @@ class DefaultMQPushConsumer:
             "reconsume_times": msg.reconsume_times, "delay_level": delay_level, "result": result, "path": path,
         })
 
+    def emit_local_retry_dropped(self, msg: MessageExt, queue_topic: str) -> None:
+        """A local retry found its ProcessQueue dropped (a rebalance, an OFFSET_ILLEGAL fix) and was not run."""
+        if self.events is None:
+            return
+        self._emit("local_retry_dropped", {
+            "group": self.consumer_group, "client_id": self.client_id, "msg_id": msg.uniq_key or msg.msg_id,
+            "queue_topic": queue_topic, "queue_id": msg.queue_id, "queue_offset": msg.queue_offset,
+            "reconsume_times": msg.reconsume_times,
+        })
+
     def _offset_updated(self, mq: MessageQueue, offset: int) -> None:
         self._emit("offset_commit", {
             "group": self.consumer_group, "client_id": self.client_id, "topic": mq.topic, "queue_id": mq.queue_id,

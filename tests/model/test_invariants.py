@@ -310,6 +310,63 @@ def test_redelivery_fails_when_the_rollback_came_before_the_failed_attempt():
     assert_fails("at_least_once_redelivery", h.drain(10_000), A, "attempt 0", "never delivered to G again")
 
 
+def _dropped_local_retry(h: H, t: int, queue_offset=0, client="G-0@sim") -> H:
+    return h.add(t, "local_retry_dropped", group="G", client_id=client, msg_id=A, queue_topic="T", queue_id=0,
+                 queue_offset=queue_offset, reconsume_times=1)
+
+
+def _failed_on_a_rolled_away_copy(dropped: bool = True, rolled_away: bool = True) -> H:
+    """Seed 4247 of store-rollback-failing-consumer: A is stored and pulled; a rollback to an older copy
+    destroys it; the listener then fails on the copy in memory, both send-backs fail and the local retry
+    finds its ProcessQueue dropped (OFFSET_ILLEGAL after the restart)."""
+    h = H().send(0, A).store(25_000, A, queue_offset=7)
+    if rolled_away:
+        rollback(h, 30_000, lost=[A], restart_t=33_000)  # snapshot of 10_000: older than the copy
+    else:
+        h.crash(30_000).restart(33_000)
+    h.consume(30_001, A, status="RECONSUME_LATER", queue_offset=7).send_back(30_001, A, 0, result="failed")
+    h.add(30_001, "send_back", group="G", msg_id=A, reconsume_times=1, delay_level=0, result="ok",
+          path="local-retry")
+    if dropped:
+        _dropped_local_retry(h, 35_001, queue_offset=7)
+    return h.drain(40_000)
+
+
+def test_redelivery_holds_when_a_rollback_destroyed_the_consumed_copy_and_the_local_retry_was_dropped():
+    c = ctx(drain_start_ms=40_000)
+    v = assert_holds("at_least_once_redelivery", _failed_on_a_rolled_away_copy(), c)
+    assert v["checked"] == 1
+    # A queue cut of the consumed unit is the same case.
+    h = H().send(0, A).store(25_000, A, queue_offset=7).crash(30_000)
+    h.add(30_000, "cq_truncate", topic="T", queue_id=0, from_offset=9, to_offset=5, cut_msg_ids=["x", "y", A, "z"])
+    h.restart(33_000).consume(30_001, A, status="RECONSUME_LATER", queue_offset=7)
+    assert_holds("at_least_once_redelivery", _dropped_local_retry(h, 35_001, queue_offset=7).drain(40_000), c)
+
+
+def test_redelivery_fails_when_the_local_retry_was_not_dropped_or_the_consumed_copy_survived():
+    c = ctx(drain_start_ms=40_000)
+    for h in (_failed_on_a_rolled_away_copy(dropped=False), _failed_on_a_rolled_away_copy(rolled_away=False)):
+        assert_fails("at_least_once_redelivery", h, A, "attempt 0", "never delivered to G again", context=c)
+    # The rollback's snapshot is younger than the consumed copy: that copy survived (another copy was lost).
+    h = H().send(0, A).store(5000, A, queue_offset=7).store(25_000, A, topic="SCHEDULE_TOPIC_XXXX")
+    rollback(h, 30_000, lost=[A])
+    h.consume(30_001, A, status="RECONSUME_LATER", queue_offset=7)
+    assert_fails("at_least_once_redelivery", _dropped_local_retry(h, 35_001, queue_offset=7).drain(40_000), A,
+                 "never delivered to G again", context=c)
+    # The cut spared the consumed unit; or the dropped local retry was another copy's (offset) or client's.
+    h = H().send(0, A).store(25_000, A, queue_offset=7).crash(30_000)
+    h.add(30_000, "cq_truncate", topic="T", queue_id=0, from_offset=9, to_offset=8, cut_msg_ids=[A])
+    h.restart(33_000).consume(30_001, A, status="RECONSUME_LATER", queue_offset=7)
+    assert_fails("at_least_once_redelivery", _dropped_local_retry(h, 35_001, queue_offset=7).drain(40_000), A,
+                 "never delivered to G again", context=c)
+    for other in ({"queue_offset": 8}, {"client": "G-1@sim"}):
+        h = H().send(0, A).store(25_000, A, queue_offset=7)
+        rollback(h, 30_000, lost=[A], restart_t=33_000)
+        h.consume(30_001, A, status="RECONSUME_LATER", queue_offset=7)
+        assert_fails("at_least_once_redelivery", _dropped_local_retry(h, 35_001, **other).drain(40_000), A,
+                     "never delivered to G again", context=c)
+
+
 # --- no_early_delivery ---------------------------------------------------------------------------------------
 def test_no_early_delivery_holds_on_time_and_after_a_clock_step_correction():
     on_time = H().send(0, A, level=2).deliver(5000, A, 2, due_ms=B0 + 5000)

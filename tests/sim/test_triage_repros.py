@@ -34,6 +34,8 @@ CASES = [
     # a rollback to a store without the timer CQ, today's config/timercheck kept: 5.3.3 recover leaves
     # currQueueOffset unclamped (null CQ) and the timer copies refilling offsets below it are never enqueued
     ("timer-store-rollback-4242-no-loss.toml", 4242),
+    # a rollback destroyed the pulled copy; its local retry died with the ProcessQueue OFFSET_ILLEGAL dropped
+    ("rollback-dropped-local-retry.toml", 4247),
 ]
 
 
@@ -42,6 +44,30 @@ def test_triaged_reproduction_holds(name, seed):
     result = run_scenario(load_scenario_file(str(REPRO / name)), seed, check=check_run)
     failed = {k: v["violations"][:2] for k, v in result.summary["invariants"].items() if not v["holds"]}
     assert not failed, failed
+
+
+@pytest.mark.parametrize("era", ["5.3.3", "4.9.8"])
+def test_a_local_retry_dies_with_its_dropped_process_queue_after_a_rollback(era):
+    """The mechanism of store-rollback-failing-consumer seed 4247, as the history shows it: the copy the
+    listener failed on was rolled away, the send-backs failed, and the local retry found its queue dropped
+    (4.9.8 fixes the offset 10 s later, but drops the ProcessQueue at once too). The invariants hold."""
+    result = run_scenario(load_scenario_file(str(REPRO / "rollback-dropped-local-retry.toml")), 4247, era=era,
+                          check=check_run)
+    assert result.summary["invariants"]["at_least_once_redelivery"]["holds"]
+    events = result.history.events
+    msg_id = "5CAFAACC4666005A00BF47B84E480131"
+    mine = [e for e in events if e.get("msg_id") == msg_id]
+    (rollback,) = [e for e in events if e["kind"] == "store_rollback"]
+    assert msg_id in rollback["lost_msg_ids"]
+    (attempt,) = [e for e in mine if e["kind"] == "consume"]
+    assert attempt["status"] == "RECONSUME_LATER" and attempt["seq"] > rollback["seq"]
+    assert [(e["path"], e["result"]) for e in mine if e["kind"] == "send_back"] == [
+        ("broker", "failed"), ("producer-fallback", "failed"), ("local-retry", "ok")]
+    (dropped,) = [e for e in mine if e["kind"] == "local_retry_dropped"]
+    assert dropped["t_ms"] == attempt["t_ms"] + 5000 and dropped["queue_offset"] == attempt["queue_offset"]
+    illegal = [e for e in events if e["kind"] == "log" and "offset illegal" in e["message"]
+               and "queue_id=0)" in e["message"] and "'TopicTest'" in e["message"]]
+    assert illegal and attempt["seq"] < illegal[0]["seq"] < dropped["seq"]
 
 
 def test_store_rollbacks_sharing_a_millisecond_each_get_their_copy():

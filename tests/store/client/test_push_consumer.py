@@ -243,11 +243,23 @@ def test_a_result_for_a_queue_dropped_meanwhile_is_discarded():
 
 
 def test_requests_of_a_dropped_queue_are_skipped():
-    clock, broker, consumer, _ = setup(queues=1, messages=2)
+    clock, broker, consumer, events = setup(queues=1, messages=2)
     consumer.start(clock.now_ms())
     run_for(consumer, clock, 10)
     consumer.process_queue_table[MQ0].dropped = True
     assert consumer.next_consume_request() is None
+    assert of_kind(events, "local_retry_dropped") == []  # pulled messages come back from the broker: not recorded
+
+
+def test_a_local_retry_of_a_dropped_queue_is_skipped_and_recorded():
+    clock, broker, consumer, events, attempts, listener = both_send_backs_fail()
+    consumer.rebalance_impl.remove_process_queue(MQ0)  # e.g. OFFSET_ILLEGAL after the broker restarted
+    run_for(consumer, clock, 5100, listener)
+    assert len(attempts) == 3  # ConsumeRequest.run returned at once: the listener never saw the retry
+    (dropped,) = of_kind(events, "local_retry_dropped")
+    assert (dropped["queue_topic"], dropped["queue_id"], dropped["queue_offset"], dropped["reconsume_times"]) == (
+        "TopicTest", 0, 1, 1)
+    assert dropped["group"] == consumer.consumer_group and dropped["client_id"] == consumer.client_id
 
 
 def test_a_listener_exception_counts_as_reconsume_later():
