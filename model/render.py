@@ -134,8 +134,9 @@ class _Renderer:
         elif verb in ("send_back", "dlq"):
             self.appends(before, after)
             r = arg("r") if verb == "send_back" else arg("r") - 1
-            level = arg("level") if verb == "send_back" else self.cfg.retry_level(r)
-            self.emit("send_back", group=GROUP, msg_id=_msg_id(arg("msg")), reconsume_times=r, delay_level=level,
+            # delay_level is the client's request, as the simulator records it: 0 lets the broker choose
+            # 3 + r (or whatever a mutant makes of it), which the history invariants must not take on trust
+            self.emit("send_back", group=GROUP, msg_id=_msg_id(arg("msg")), reconsume_times=r, delay_level=0,
                       result="ok", path="broker")
         elif verb == "fault":
             site = arg("site")
@@ -144,7 +145,7 @@ class _Renderer:
                 t = TOPIC_NAMES.index(arg("topic"))
                 e = before.topics[t].entries[arg("offset")]
                 self.emit("send_back", group=GROUP, msg_id=_msg_id(e.msg), reconsume_times=e.r,
-                          delay_level=self.cfg.retry_level(e.r), result="failed", path="broker")
+                          delay_level=0, result="failed", path="broker")
             elif site == "commitlog.put":
                 self.emit("send", msg_id=_msg_id(arg("msg")), topic=TOPIC, queue_id=-1,
                           delay_level=before.msgs[arg("msg")].level, deliver_ms=None, status="FAILED: put failure")
