@@ -163,7 +163,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     _writable_dir(out_dir, "--out")
     try:
         result = run_scenario(scenario, args.seed, era=args.era, mutants=args.mutant or (), disk=args.disk,
-                              out_dir=out_dir, faithful_polling=args.faithful_polling,
+                              out_dir=out_dir, faithful_polling=args.faithful_polling, shuffle_ties=args.shuffle_ties,
                               progress=_progress_bar(scenario.name), scenario_arg=args.scenario,
                               check=_checker())
     except UnknownMutant as error:
@@ -324,6 +324,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         raise UsageError(f"{path}: not a run summary ({error})") from None
     result = run_scenario(scenario, seed, era=summary.get("era"), mutants=summary.get("mutants", ()),
                           disk=summary.get("disk", "memory"), faithful_polling=summary.get("faithful_polling", False),
+                          shuffle_ties=summary.get("shuffle_ties", False),
                           progress=_progress_bar("replay"), check=_checker())
     got = result.summary["history_sha256"]
     if got != expected:
@@ -426,6 +427,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--disk", choices=["memory", "os"], default="memory")
     p.add_argument("--faithful-polling", action="store_true",
                    help="poll every 100 ms like RocketMQ instead of sleeping through idle time (same history)")
+    p.add_argument("--shuffle-ties", action="store_true",
+                   help="run same-millisecond steps of different services in a seeded random order (default: rank order)")
     p.add_argument("--shrink", action="store_true",
                    help="on a violation, shrink to a smaller scenario that fails the same invariant (DIR/shrunk.toml)")
     p.add_argument("--shrink-runs", type=int, default=60, metavar="N", help="run budget of --shrink (default 60)")
