@@ -215,6 +215,8 @@ def _cmd_mutants(args: argparse.Namespace) -> int:
         return EXIT_OK
     if args.max_seeds < 1:
         raise UsageError("--max-seeds must be at least 1")
+    if args.explore is not None:
+        return _mutants_explore(args)
     unknown = sorted(set(args.scenario or ()) - set(builtin_names()))
     if unknown:
         raise UsageError(f"{unknown[0]}: not a built-in scenario (see `rmqsim scenarios`)")
@@ -226,6 +228,29 @@ def _cmd_mutants(args: argparse.Namespace) -> int:
     for line in format_table(outcomes) + [""] + format_summary(outcomes):
         print(line)
     return EXIT_OK if all_accounted_for(outcomes) else EXIT_VIOLATION
+
+
+def _mutants_explore(args: argparse.Namespace) -> int:
+    """``mutants --explore N``: each mutant against N generated scenarios, ties shuffled."""
+    from store.mutants import UnknownMutant
+
+    from .mutants_runner import format_explore, run_explore
+
+    if args.explore < 1:
+        raise UsageError("--explore must be at least 1")
+    out_dir = args.out or os.path.join("out", "explore")
+    _writable_dir(out_dir, "--out")
+    try:
+        outcomes, findings = run_explore(args.explore, args.mutant, out_dir=out_dir, check=_checker(),
+                                         progress=True)
+    except UnknownMutant as error:
+        raise UsageError(str(error)) from None
+    if args.json:
+        print(json.dumps({"mutants": {o.mutant: o.as_json() for o in outcomes}}, indent=2))
+    else:
+        for line in format_explore(outcomes, findings, args.explore):
+            print(line)
+    return EXIT_OK if all(o.caught for o in outcomes) else EXIT_VIOLATION
 
 
 def _cmd_gate(args: argparse.Namespace) -> int:
@@ -458,6 +483,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mutant", action="append", metavar="NAME", help="only this mutant (repeatable)")
     p.add_argument("--scenario", action="append", metavar="NAME",
                    help="only these built-in scenarios (repeatable; default all, the mutant's preferred first)")
+    p.add_argument("--explore", type=int, default=None, metavar="N",
+                   help="instead of the built-ins: up to N generated swarm scenarios per mutant (ties shuffled)")
+    p.add_argument("--json", action="store_true", help="with --explore: print one JSON document")
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="with --explore: where catches and shrunk repros go (default out/explore)")
     p.set_defaults(func=_cmd_mutants)
 
     p = sub.add_parser("gate", help="the CI correctness gate: built-in scenarios over seeds from the git commit")
