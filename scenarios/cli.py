@@ -262,6 +262,8 @@ def _cmd_gate(args: argparse.Namespace) -> int:
         raise UsageError("--budget must be a positive number of seconds")
     if args.shrink_runs < 1:
         raise UsageError("--shrink-runs must be at least 1")
+    if args.explore < 0:
+        raise UsageError("--explore must be at least 0")
     from store.mutants import UnknownMutant
 
     from .catalogue import builtin_names
@@ -275,7 +277,7 @@ def _cmd_gate(args: argparse.Namespace) -> int:
     try:
         gate = run_gate(runs=args.runs, budget_s=args.budget, seed_base=args.seed_base, out_dir=args.out,
                         shrink_runs=args.shrink_runs, names=args.scenario, mutants=args.mutant or (),
-                        progress=True, check=_checker(), on_failure=_print_gate_failure)
+                        progress=True, check=_checker(), on_failure=_print_gate_failure, explore=args.explore)
     except UnknownMutant as error:
         raise UsageError(str(error)) from None
     if args.junit:
@@ -497,6 +499,8 @@ def build_parser() -> argparse.ArgumentParser:
     bound.add_argument("--budget", type=float, default=None, metavar="SECONDS",
                        help="start runs until SECONDS of wall time have passed")
     p.add_argument("--junit", default=None, metavar="FILE", help="write JUnit XML (one testcase per run)")
+    p.add_argument("--explore", type=int, default=0, metavar="N",
+                   help="after the catalogue, N generated swarm scenarios from the seed base (ties shuffled)")
     p.add_argument("--seed-base", type=int, default=None, metavar="N",
                    help="first seed (default: the first 8 hex digits of git HEAD; 1 outside git)")
     p.add_argument("--out", default=os.path.join("out", "gate"), metavar="DIR",
