@@ -70,7 +70,8 @@ class ShrinkResult:
                 if e.get("msg_id") == msg_id or (with_faults and e["kind"] in FAULT_KINDS)]
 
     def replay_command(self, path: str | None = None) -> str:
-        return repro_command(path or self.path or "shrunk.toml", self.seed, self.era, self.mutants, "memory")
+        shuffle = bool(self.result is not None and self.result.summary.get("shuffle_ties"))
+        return repro_command(path or self.path or "shrunk.toml", self.seed, self.era, self.mutants, "memory", shuffle)
 
 
 # --- size ------------------------------------------------------------------------------------------------------

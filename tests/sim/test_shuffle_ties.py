@@ -26,3 +26,15 @@ def test_shuffled_builtins_hold_on_the_clean_build():
     for name in ("timer-restart-during-put-retry", "graceful-restart", "crash-before-delay-offset-flush"):
         summary = run_scenario(load_builtin(name), 1, shuffle_ties=True).summary
         assert summary["verdict"] == "holds", (name, summary["verdict"])
+
+
+def test_replay_reproduces_a_shuffled_run(tmp_path):
+    import json
+
+    from scenarios.cli import main
+
+    out = str(tmp_path / "run")
+    assert main(["run", "timer-wheel-basic", "--seed", "1", "--shuffle-ties", "--out", out]) == 0
+    with open(f"{out}/summary.json", encoding="utf-8") as f:
+        assert json.load(f)["shuffle_ties"] is True
+    assert main(["replay", out]) == 0
