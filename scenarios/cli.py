@@ -187,7 +187,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     _writable_dir(out_dir, "--out")
     try:
         result = run_scenario(scenario, args.seed, era=args.era, mutants=args.mutant or (), disk=args.disk,
-                              out_dir=out_dir, faithful_polling=args.faithful_polling,
+                              out_dir=out_dir, faithful_polling=args.faithful_polling, shuffle_ties=args.shuffle_ties,
                               progress=_progress_bar(scenario.name), scenario_arg=args.scenario,
                               check=_checker())
     except UnknownMutant as error:
@@ -238,6 +238,8 @@ def _cmd_mutants(args: argparse.Namespace) -> int:
         return EXIT_OK
     if args.max_seeds < 1:
         raise UsageError("--max-seeds must be at least 1")
+    if args.explore is not None:
+        return _mutants_explore(args)
     unknown = sorted(set(args.scenario or ()) - set(builtin_names()))
     if unknown:
         raise UsageError(f"{unknown[0]}: not a built-in scenario (see `rmqsim scenarios`)")
@@ -251,6 +253,29 @@ def _cmd_mutants(args: argparse.Namespace) -> int:
     return EXIT_OK if all_accounted_for(outcomes) else EXIT_VIOLATION
 
 
+def _mutants_explore(args: argparse.Namespace) -> int:
+    """``mutants --explore N``: each mutant against N generated scenarios, ties shuffled."""
+    from store.mutants import UnknownMutant
+
+    from .mutants_runner import format_explore, run_explore
+
+    if args.explore < 1:
+        raise UsageError("--explore must be at least 1")
+    out_dir = args.out or os.path.join("out", "explore")
+    _writable_dir(out_dir, "--out")
+    try:
+        outcomes, findings = run_explore(args.explore, args.mutant, out_dir=out_dir, check=_checker(),
+                                         progress=True)
+    except UnknownMutant as error:
+        raise UsageError(str(error)) from None
+    if args.json:
+        print(json.dumps({"mutants": {o.mutant: o.as_json() for o in outcomes}}, indent=2))
+    else:
+        for line in format_explore(outcomes, findings, args.explore):
+            print(line)
+    return EXIT_OK if all(o.caught for o in outcomes) else EXIT_VIOLATION
+
+
 def _cmd_gate(args: argparse.Namespace) -> int:
     from .gate import format_probes, run_gate, write_junit
 
@@ -260,6 +285,8 @@ def _cmd_gate(args: argparse.Namespace) -> int:
         raise UsageError("--budget must be a positive number of seconds")
     if args.shrink_runs < 1:
         raise UsageError("--shrink-runs must be at least 1")
+    if args.explore < 0:
+        raise UsageError("--explore must be at least 0")
     from store.mutants import UnknownMutant
 
     from .catalogue import builtin_names
@@ -273,7 +300,7 @@ def _cmd_gate(args: argparse.Namespace) -> int:
     try:
         gate = run_gate(runs=args.runs, budget_s=args.budget, seed_base=args.seed_base, out_dir=args.out,
                         shrink_runs=args.shrink_runs, names=args.scenario, mutants=args.mutant or (),
-                        progress=True, check=_checker(), on_failure=_print_gate_failure)
+                        progress=True, check=_checker(), on_failure=_print_gate_failure, explore=args.explore)
     except UnknownMutant as error:
         raise UsageError(str(error)) from None
     if args.junit:
@@ -349,6 +376,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         raise UsageError(f"{path}: not a run summary ({error})") from None
     result = run_scenario(scenario, seed, era=summary.get("era"), mutants=summary.get("mutants", ()),
                           disk=summary.get("disk", "memory"), faithful_polling=summary.get("faithful_polling", False),
+                          shuffle_ties=summary.get("shuffle_ties", False),
                           progress=_progress_bar("replay"), check=_checker())
     got = result.summary["history_sha256"]
     if got != expected:
@@ -464,6 +492,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--disk", choices=["memory", "os"], default="memory")
     p.add_argument("--faithful-polling", action="store_true",
                    help="poll every 100 ms like RocketMQ instead of sleeping through idle time (same history)")
+    p.add_argument("--shuffle-ties", action="store_true",
+                   help="run same-millisecond steps of different services in a seeded random order (default: rank order)")
     p.add_argument("--shrink", action="store_true",
                    help="on a violation, shrink to a smaller scenario that fails the same invariant (DIR/shrunk.toml)")
     p.add_argument("--shrink-runs", type=int, default=60, metavar="N", help="run budget of --shrink (default 60)")
@@ -499,6 +529,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mutant", action="append", metavar="NAME", help="only this mutant (repeatable)")
     p.add_argument("--scenario", action="append", metavar="NAME",
                    help="only these built-in scenarios (repeatable; default all, the mutant's preferred first)")
+    p.add_argument("--explore", type=int, default=None, metavar="N",
+                   help="instead of the built-ins: up to N generated swarm scenarios per mutant (ties shuffled)")
+    p.add_argument("--json", action="store_true", help="with --explore: print one JSON document")
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="with --explore: where catches and shrunk repros go (default out/explore)")
     p.set_defaults(func=_cmd_mutants)
 
     p = sub.add_parser("gate", help="the CI correctness gate: built-in scenarios over seeds from the git commit")
@@ -508,6 +543,8 @@ def build_parser() -> argparse.ArgumentParser:
     bound.add_argument("--budget", type=float, default=None, metavar="SECONDS",
                        help="start runs until SECONDS of wall time have passed")
     p.add_argument("--junit", default=None, metavar="FILE", help="write JUnit XML (one testcase per run)")
+    p.add_argument("--explore", type=int, default=0, metavar="N",
+                   help="after the catalogue, N generated swarm scenarios from the seed base (ties shuffled)")
     p.add_argument("--seed-base", type=int, default=None, metavar="N",
                    help="first seed (default: the first 8 hex digits of git HEAD; 1 outside git)")
     p.add_argument("--out", default=os.path.join("out", "gate"), metavar="DIR",

@@ -105,11 +105,13 @@ def planned(runs: int, names: list[str], seed_base: int) -> list[tuple[str, int]
 
 def run_gate(*, runs: int | None = None, budget_s: float | None = None, seed_base: int | None = None,
              out_dir: str = os.path.join("out", "gate"), shrink_runs: int = 40, names: list[str] | None = None,
-             mutants=(), progress: bool = False, check=None, on_failure=None) -> GateResult:
+             mutants=(), progress: bool = False, check=None, on_failure=None, explore: int = 0) -> GateResult:
     """Run until ``runs`` runs, or until ``budget_s`` wall seconds have passed (no new run starts after
     it; the first always does), or the first violation. Neither given: one round over the built-ins (or
     over ``names``). ``mutants`` puts historical bugs back, to see what the gate does with a broken build.
-    ``on_failure(gate)`` is called when a run failed, before the (slow) write-out and shrink start."""
+    ``on_failure(gate)`` is called when a run failed, before the (slow) write-out and shrink start.
+    ``explore``: after the catalogue, that many generated swarm scenarios (scenarios/explore.py, seeds
+    ``seed_base ..``, ties shuffled), so every commit also runs scenarios nobody wrote."""
     from sim.run import repro_command, run_scenario, write_run
 
     if check is None:
@@ -128,7 +130,7 @@ def run_gate(*, runs: int | None = None, budget_s: float | None = None, seed_bas
     if progress:
         from .progress import progress as progress_reporter
 
-        bar = progress_reporter("gate", runs, "run")
+        bar = progress_reporter("gate", None if runs is None else runs + explore, "run")
     start = time.perf_counter()  # wall-clock ok: the budget bounds the gate, never a history
     done: list[GateRun] = []
     stopped_by = "runs"
@@ -136,19 +138,38 @@ def run_gate(*, runs: int | None = None, budget_s: float | None = None, seed_bas
     failing_result = None
     try:
         i = 0
+        explored = -1  # -1: still in the catalogue; then the generated scenarios run so far
         while True:
-            if runs is not None and i >= runs:
-                stopped_by = "runs"
+            if explored < 0:
+                if runs is not None and i >= runs:
+                    stopped_by = "runs"
+                elif budget_s is not None and i > 0 and time.perf_counter() - start >= budget_s:  # wall-clock ok
+                    stopped_by = "budget"
+                else:
+                    stopped_by = None
+                if stopped_by is not None:
+                    if not explore:
+                        break
+                    explored = 0
+            if explored >= explore:
                 break
-            if budget_s is not None and i > 0 and time.perf_counter() - start >= budget_s:  # wall-clock ok
-                stopped_by = "budget"
-                break
-            name, seed = plan(i, names, seed_base, start_index)
+            if explored >= 0:
+                from .explore import generate
+                from .toml_out import dumps
+
+                seed = seed_base + explored
+                scenario = generate(seed)
+                name = os.path.join(out_dir, f"explore-{seed}.toml")  # written when the run fails
+                explored += 1
+            else:
+                name, seed = plan(i, names, seed_base, start_index)
+                scenario = load_builtin(name)
             if bar is not None:
                 bar.update(i, note=f"{name} seed {seed}")
             t0 = time.perf_counter()  # wall-clock ok
             try:
-                result = run_scenario(load_builtin(name), seed, mutants=mutants, check=check, scenario_arg=name)
+                result = run_scenario(scenario, seed, mutants=mutants, check=check, scenario_arg=name,
+                                      shuffle_ties=explored >= 0)
             except Exception as error:  # a crash of the simulator fails the gate, reported
                 done.append(GateRun(name, seed, time.perf_counter() - t0,  # wall-clock ok
                                     repro=repro_command(name, seed, None, mutants, "memory"),
@@ -180,6 +201,10 @@ def run_gate(*, runs: int | None = None, budget_s: float | None = None, seed_bas
             if failed or vacuous:
                 stopped_by = "violation"
                 failing_result = result
+                if explored >= 0:
+                    os.makedirs(out_dir, exist_ok=True)
+                    with open(name, "w", encoding="utf-8") as f:
+                        f.write(dumps(scenario.doc))
                 break
     finally:
         if bar is not None:
@@ -199,6 +224,7 @@ def run_gate(*, runs: int | None = None, budget_s: float | None = None, seed_bas
 
             shrunk = shrink(failing_result.scenario.doc, failing.seed, failing.failed[0], mutants=mutants,
                             max_runs=shrink_runs, first=failing_result, check=check,
+                            shuffle_ties=failing_result.summary.get("shuffle_ties", False),
                             progress=_shrink_bar() if progress else None)
             write_shrunk(shrunk, os.path.join(gate.run_dir, "shrunk.toml"))
             gate.shrink = shrunk

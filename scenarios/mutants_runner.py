@@ -223,3 +223,127 @@ def format_summary(outcomes: list[MutantOutcome]) -> list[str]:
     for o in missed:
         lines.append(f"NOT CAUGHT: {o.mutant} ({o.bug}): {o.note}")
     return lines
+
+
+@dataclass
+class ExploreOutcome:
+    mutant: str
+    caught: bool = False
+    runs: int | None = None  # generated scenarios run with the mutant up to and including the catch
+    invariant: str | None = None
+    scenario_file: str | None = None
+    trace_events: int | None = None  # events of the violating message in the shrunk reproduction
+    seed: int | None = None
+    note: str = ""
+
+    def as_json(self) -> dict:
+        return {"caught": self.caught, "runs": self.runs, "invariant": self.invariant,
+                "scenario_file": self.scenario_file, "trace_events": self.trace_events}
+
+
+def run_explore(n: int, mutants: list[str] | None = None, *, out_dir: str, seed_base: int = 1, check=None,
+                shuffle_ties: bool = True, shrink_runs: int = 40, progress: bool = False):
+    """Each mutant (fidelity-only ones skipped) against generated scenarios ``seed_base .. seed_base+n-1``
+    (the same for every mutant) until one fails an invariant that the clean build holds on the same
+    scenario and seed. Returns (outcomes, clean findings: [(seed, failing invariants, file)])."""
+    import os
+
+    from sim.run import run_scenario
+    from sim.shrink import shrink, write_shrunk
+
+    from .explore import generate
+    from .toml_out import dumps
+
+    if check is None:
+        from sim.checking import check_run as check
+    names = [m for m in (list(CATALOGUE) if not mutants else list(dict.fromkeys(mutants))) if m not in FIDELITY_ONLY]
+    validate(names)
+    os.makedirs(out_dir, exist_ok=True)
+    clean: dict[int, dict] = {}
+    findings: list[tuple[int, list[str], str]] = []
+
+    def clean_verdicts(seed: int) -> dict:
+        if seed not in clean:
+            scenario = generate(seed)
+            inv = run_scenario(scenario, seed, check=check, shuffle_ties=shuffle_ties).summary["invariants"]
+            clean[seed] = inv
+            failed = [k for k, v in inv.items() if not v["holds"]]
+            if failed:
+                path = os.path.join(out_dir, f"clean-finding-explore-{seed}.toml")
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write(dumps(scenario.doc))
+                findings.append((seed, failed, path))
+        return clean[seed]
+
+    bar = None
+    if progress:
+        import sys
+
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(names) * n, desc="explore", unit="run", leave=False, disable=None, file=sys.stderr)
+    outcomes = []
+    try:
+        for mutant in names:
+            out = ExploreOutcome(mutant)
+            tried = 0
+            for seed in range(seed_base, seed_base + n):
+                if bar is not None:
+                    bar.set_postfix_str(mutant)
+                    bar.update(1)
+                tried += 1
+                base = clean_verdicts(seed)
+                if any(not v["holds"] for v in base.values()):
+                    continue  # a clean-build failure is a finding, never a catch
+                scenario = generate(seed)
+                result = run_scenario(scenario, seed, mutants=[mutant], check=check, shuffle_ties=shuffle_ties)
+                failed = [k for k, v in result.summary["invariants"].items() if not v["holds"]]
+                if not failed:
+                    continue
+                out.caught, out.runs, out.invariant, out.seed = True, tried, failed[0], seed
+                path = os.path.join(out_dir, f"{mutant}-explore-{seed}.toml")
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write(dumps(scenario.doc))
+                out.scenario_file = path
+                try:
+                    shrunk = shrink(scenario.doc, seed, failed[0], mutants=[mutant], max_runs=shrink_runs,
+                                    first=result, check=check, shuffle_ties=shuffle_ties)
+                    write_shrunk(shrunk, os.path.join(out_dir, f"{mutant}-explore-{seed}.shrunk.toml"))
+                    out.trace_events = len(shrunk.trace())
+                    if shrunk.note:
+                        out.note = shrunk.note
+                except ValueError as error:
+                    out.note = f"not shrunk: {error}"
+                break
+            if bar is not None and not out.caught:
+                pass
+            elif bar is not None:
+                bar.update(n - tried)
+            if not out.caught:
+                out.note = f"no invariant failed in {n} generated scenarios"
+            outcomes.append(out)
+    finally:
+        if bar is not None:
+            bar.close()
+    return outcomes, findings
+
+
+def format_explore(outcomes: list[ExploreOutcome], findings, n: int) -> list[str]:
+    import statistics
+
+    lines = ["| mutant | caught | runs | invariant | shrunk trace events | scenario |", "|---|---|---:|---|---:|---|"]
+    for o in outcomes:
+        lines.append(f"| `{o.mutant}` | {'yes' if o.caught else '**no**'} | {o.runs if o.runs else '—'} | "
+                     f"{o.invariant or '—'} | {o.trace_events if o.trace_events is not None else '—'} | "
+                     f"{o.scenario_file or '—'} |")
+    caught = [o for o in outcomes if o.caught]
+    runs = [o.runs for o in caught]
+    traces = [o.trace_events for o in caught if o.trace_events is not None]
+    share = 100 * len(caught) / len(outcomes) if outcomes else 0
+    lines += ["", f"{len(caught)} of {len(outcomes)} mutants caught ({share:.0f}%) within {n} explored runs each; "
+                  f"median runs to first catch {statistics.median(runs) if runs else '—'}; "
+                  f"median shrunk trace {statistics.median(traces) if traces else '—'} events"]
+    for seed, failed, path in findings:
+        lines.append(f"CLEAN-BUILD FINDING: generated scenario {seed} fails {', '.join(failed)} without any "
+                     f"mutant ({path})")
+    return lines

@@ -33,7 +33,8 @@ class RunResult:
     world: World
 
 
-def repro_command(scenario_arg: str, seed: int, era: str | None, mutants, disk: str) -> str:
+def repro_command(scenario_arg: str, seed: int, era: str | None, mutants, disk: str,
+                  shuffle_ties: bool = False) -> str:
     parts = ["rmqsim", "run", scenario_arg, "--seed", str(seed)]
     if era:
         parts += ["--era", era]
@@ -41,12 +42,14 @@ def repro_command(scenario_arg: str, seed: int, era: str | None, mutants, disk: 
         parts += ["--mutant", m]
     if disk != "memory":
         parts += ["--disk", disk]
+    if shuffle_ties:
+        parts.append("--shuffle-ties")
     return " ".join(parts)
 
 
 def run_scenario(scenario: Scenario, seed: int | None = None, *, era: str | None = None, mutants=(),
                  disk: str = "memory", out_dir: str | None = None, faithful_polling: bool = False,
-                 progress=None, scenario_arg: str | None = None, check=None) -> RunResult:
+                 progress=None, scenario_arg: str | None = None, check=None, shuffle_ties: bool = False) -> RunResult:
     """Run ``scenario`` deterministically; ``check(history, world) -> dict`` gives the invariant verdicts.
 
     Every invariant is checked unless told otherwise: ``check=None`` is ``sim.checking.check_run``; only
@@ -60,7 +63,8 @@ def run_scenario(scenario: Scenario, seed: int | None = None, *, era: str | None
     else:
         store_disk = MemoryDisk()
     wall_start = time.perf_counter()  # wall-clock ok: reported, never part of the history
-    world = World(scenario, seed, era=era, mutants=mutant_set, disk=store_disk, faithful_polling=faithful_polling)
+    world = World(scenario, seed, era=era, mutants=mutant_set, disk=store_disk, faithful_polling=faithful_polling,
+                  shuffle_ties=shuffle_ties)
     sim_error = None
     try:
         world.run(progress)
@@ -84,9 +88,10 @@ def run_scenario(scenario: Scenario, seed: int | None = None, *, era: str | None
         "history_sha256": history.sha256(),
         "invariants": invariants,
         "stats": run_stats(history, world),
-        "repro": repro_command(scenario_arg or scenario.source or scenario.name, seed, era, mutant_set, disk),
+        "repro": repro_command(scenario_arg or scenario.source or scenario.name, seed, era, mutant_set, disk, shuffle_ties),
         "scenario_doc": scenario.doc,
         "faithful_polling": faithful_polling,
+        "shuffle_ties": shuffle_ties,
         "disk": disk,
         "sim_steps": world.scheduler.steps,
         "verdict": verdict_of(invariants, sim_error, checked=check is not False),

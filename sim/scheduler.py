@@ -12,11 +12,19 @@ entry (its token superseded, or its owner removed) is dropped when it reaches th
 one wake event per distinct due millisecond, not one per service; within that millisecond the
 heap is drained in order, as SimPy itself would have ordered one event per service (no other
 SimPy event is scheduled while services step).
+
+Tie-shuffling (``tie_rng``): in RocketMQ the flush, reput, schedule, timer and persist services (and each
+client's pull, consume and rebalance services) are different threads, so work due in the same millisecond
+may run in any order. With a ``tie_rng`` each (millisecond, service) gets a random priority drawn from that
+stream, and the services due in one millisecond run in that order instead of rank order. Still fixed: the
+steps of one service (one thread runs them in turn) and the fault plan (rank < ``SHUFFLE_FLOOR``): it is
+the harness choosing when a fault strikes, not a RocketMQ thread, and always acts first.
 """
 
 from __future__ import annotations
 
 import heapq
+import random
 from collections.abc import Callable
 
 import simpy
@@ -24,6 +32,7 @@ from simpy.events import Event
 
 from store.faults import BrokerCrash
 
+SHUFFLE_FLOOR = 100  # ranks below it (the fault plan) keep running first when ties are shuffled
 WAKE_PRIORITY = 10  # after SimPy's own URGENT/NORMAL events at the same time (the run's phase timeout)
 
 
@@ -42,8 +51,11 @@ class _Slot:
 
 
 class Scheduler:
-    def __init__(self, env: simpy.Environment, on_broker_crash: Callable[[BrokerCrash], None]) -> None:
+    def __init__(self, env: simpy.Environment, on_broker_crash: Callable[[BrokerCrash], None],
+                 tie_rng: random.Random | None = None) -> None:
         self.env = env
+        self.tie_rng = tie_rng
+        self._ties: dict[int, dict[_Slot, int]] = {}  # shuffled: millisecond -> slot -> its priority there
         self.on_broker_crash = on_broker_crash
         self.owners: dict[str, list[_Slot]] = {}
         self._touched: list[str] = []
@@ -51,7 +63,7 @@ class Scheduler:
         self._heap: list[tuple[int, int, int, _Slot, int]] = []
         self._seq = 0
         self._wakes: set[int] = set()  # milliseconds with a SimPy wake event pending (membership only)
-        self._rank: int | None = None  # rank of the service stepping now (None outside a step)
+        self._rank: int | None = None  # priority (rank, or shuffled draw) of the service stepping now (None outside a step)
         self.links: dict[str, str] = {}  # owner -> another owner its steps may affect (touched with it)
         self.steps = 0
         self.arms = 0
@@ -96,7 +108,7 @@ class Scheduler:
             return  # armed for this millisecond: no answer can be earlier
         if slot.catch_up is not None:
             # Its round at ``now`` already had its turn (and was skipped) if it ranks before the stepping service.
-            slot.catch_up(now, self._rank is not None and slot.rank < self._rank)
+            slot.catch_up(now, self._rank is not None and self._prio(slot, now) < self._rank)
         at = slot.service.next_wakeup_ms()
         if at is None:
             return
@@ -108,9 +120,21 @@ class Scheduler:
         slot.armed_at = at
         slot.token += 1
         self._seq += 1
-        heapq.heappush(self._heap, (at, slot.rank, self._seq, slot, slot.token))
+        heapq.heappush(self._heap, (at, self._prio(slot, at), self._seq, slot, slot.token))
         if at not in self._wakes:
             self._wake_at(at, now)
+
+    def _prio(self, slot: _Slot, at: int) -> int:
+        """The order of ``slot`` among the services due at ``at``: its rank, or a draw when shuffling."""
+        if self.tie_rng is None or slot.rank < SHUFFLE_FLOOR:
+            return slot.rank
+        ties = self._ties.get(at)
+        if ties is None:
+            ties = self._ties[at] = {}
+        prio = ties.get(slot)
+        if prio is None:  # drawn on first need; the order of needs is itself deterministic
+            prio = ties[slot] = SHUFFLE_FLOOR + self.tie_rng.getrandbits(40)
+        return prio
 
     def _wake_at(self, at: int, now: int) -> None:
         self._wakes.add(at)
@@ -125,9 +149,12 @@ class Scheduler:
         self._wakes.discard(at)
         heap = self._heap
         while heap and heap[0][0] <= at:
-            _, _, _, slot, token = heapq.heappop(heap)
+            _, prio, _, slot, token = heapq.heappop(heap)
             if slot.alive and token == slot.token:
-                self._fire(slot, at)
+                self._fire(slot, at, prio)
+        if self._ties:
+            for done in [ms for ms in self._ties if ms <= at]:
+                del self._ties[done]
         # A wake event for the next due millisecond (entries may be stale: they cost one pop there).
         while heap:
             top = heap[0]
@@ -138,12 +165,12 @@ class Scheduler:
                 return
             heapq.heappop(heap)
 
-    def _fire(self, slot: _Slot, now: int) -> None:
+    def _fire(self, slot: _Slot, now: int, prio: int) -> None:
         slot.armed_at = None
         if self.before_step is not None:
             self.before_step(now)
         self.steps += 1
-        self._rank = slot.rank
+        self._rank = prio
         try:
             slot.service.step(now)
         except BrokerCrash as crash:

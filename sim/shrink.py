@@ -70,7 +70,8 @@ class ShrinkResult:
                 if e.get("msg_id") == msg_id or (with_faults and e["kind"] in FAULT_KINDS)]
 
     def replay_command(self, path: str | None = None) -> str:
-        return repro_command(path or self.path or "shrunk.toml", self.seed, self.era, self.mutants, "memory")
+        shuffle = bool(self.result is not None and self.result.summary.get("shuffle_ties"))
+        return repro_command(path or self.path or "shrunk.toml", self.seed, self.era, self.mutants, "memory", shuffle)
 
 
 # --- size ------------------------------------------------------------------------------------------------------
@@ -329,7 +330,7 @@ def _holds(result: RunResult) -> bool:
 
 def shrink(doc: dict, seed: int, invariant: str | None = None, *, era: str | None = None, mutants=(),
            max_runs: int = DEFAULT_MAX_RUNS, first: RunResult | None = None, check=None,
-           progress: Callable[[int, int, str], None] | None = None) -> ShrinkResult:
+           progress: Callable[[int, int, str], None] | None = None, shuffle_ties: bool = False) -> ShrinkResult:
     """Shrink the failing run of ``doc`` with ``seed``; ``first`` is that run when the caller already has it.
 
     ``invariant`` defaults to the first one the run violates. Raises ``ValueError`` when the run holds."""
@@ -343,7 +344,7 @@ def shrink(doc: dict, seed: int, invariant: str | None = None, *, era: str | Non
         nonlocal runs
         runs += 1
         scenario = scenario_from_dict(candidate, "<shrink>")
-        return run_scenario(scenario, seed, era=era, mutants=with_mutants, check=check)
+        return run_scenario(scenario, seed, era=era, mutants=with_mutants, check=check, shuffle_ties=shuffle_ties)
 
     base = first if first is not None else run(doc)
     invariant = invariant or first_failing_invariant(base.summary)

@@ -61,8 +61,9 @@ def store_config_of(scenario: Scenario, era: str | None = None) -> MessageStoreC
 
 class World:
     def __init__(self, scenario: Scenario, seed: int, *, era: str | None = None, mutants=frozenset(),
-                 disk=None, faithful_polling: bool = False) -> None:
+                 disk=None, faithful_polling: bool = False, shuffle_ties: bool = False) -> None:
         self.scenario = scenario
+        self.shuffle_ties = shuffle_ties
         self.seed = seed
         self.mutants = frozenset(mutants)
         self.probes = ProbeCollector()  # coverage probes hit by this run: never history events
@@ -78,7 +79,8 @@ class World:
             auto_create_subscription_group=scenario.broker.auto_create_subscription_group,
             flush_consumer_offset_interval_ms=scenario.broker.flush_consumer_offset_interval_ms,
         )
-        self.scheduler = Scheduler(self.env, self.broker_crashed)
+        self.scheduler = Scheduler(self.env, self.broker_crashed,
+                                   tie_rng=self.rngs.stream("ties") if shuffle_ties else None)
         self.scheduler.before_step = self._before_step
         self.faults = SimFaults(self, scenario.faults, self.rngs.stream("faults"))
         self.broker: BrokerController | None = None

@@ -1,0 +1,149 @@
+"""Swarm-style random scenarios for exploration (``rmqsim mutants --explore``, ``rmqsim gate --explore``).
+
+Each generated scenario turns on a random subset of workload features and of fault kinds (Groce et al.,
+swarm testing: random feature subsets find more bugs than one configuration with everything on), with
+random rates and times. Everything is drawn from one ``random.Random(seed)``, so a seed names a scenario;
+the document goes through the scenario loader, so its validation applies, and a loader warning (a drain
+shorter than the scenario's delays) is a bug of this generator, raised as such. Sizes are kept small so a
+run takes well under a second of wall time."""
+
+from __future__ import annotations
+
+import random
+
+from .scenario import Scenario, scenario_from_dict
+from .units import format_duration_ms
+
+DELAY_TABLE = "1s 5s 10s 30s 1m 2m"  # a short level table: the retry ladder and every level fit a short drain
+FEATURES = ("delay_levels", "timer", "broadcast", "tags", "groups", "max_retries", "failing_consumer",
+            "fail_first", "slow_consumer", "big_bodies", "era_4_9_8", "retry_until_success", "async_deliver",
+            "sync_flush", "small_files")
+FAULTS = ("put_failure_rate", "process_crashes", "power_failures", "graceful_restarts", "consumer_crashes",
+          "crash_before_offset_flush", "crash_before_delay_offset_flush", "cq_truncations", "store_rollbacks",
+          "clock_step_back", "clock_step_forward", "send_back_failure_rate", "schedule_rebuild_failure_rate")
+
+
+class GeneratorBug(AssertionError):
+    """A generated scenario the loader rejects or warns about."""
+
+
+def generate_doc(seed: int) -> dict:
+    """The raw TOML document of generated scenario ``seed`` (deterministic)."""
+    rng = random.Random(seed)
+    on = {f for f in FEATURES if rng.random() < 0.4}
+    faults_on = [f for f in FAULTS if rng.random() < 0.3] or [rng.choice(FAULTS)]
+    if "schedule_rebuild_failure_rate" in faults_on:
+        # the rebuild-error fault models 4.9.8's damaged read (rebuild-errors-4x), not a 5.x path
+        on.add("era_4_9_8")
+        on.discard("timer")
+    era = "4.9.8" if "era_4_9_8" in on and "timer" not in on else "5.3.3"
+    duration_ms = rng.choice((15_000, 20_000, 30_000))
+    fault_start_ms = None
+    if "power_failures" in faults_on or "store_rollbacks" in faults_on:
+        # the kernel writes the topic tables back 30 s after they change: a power loss (or a copy of the
+        # store) before that loses topics.json with its .bak (#9705), which power-failure-async-flush
+        # keeps apart; start the faults after that window
+        duration_ms, fault_start_ms = 60_000, 32_000
+    broker: dict = {"era": era, "message_delay_level": DELAY_TABLE,
+                    "flush_delay_offset_interval": format_duration_ms(rng.choice((1000, 5000, 10_000))),
+                    "flush_consumer_offset_interval": format_duration_ms(rng.choice((1000, 5000)))}
+    if "retry_until_success" in on and era == "5.3.3":
+        broker["timer_enable_retry_until_success"] = True
+    if "async_deliver" in on:
+        broker["enable_schedule_async_deliver"] = True
+    if "sync_flush" in on:
+        broker["flush_disk_type"] = "SYNC_FLUSH"
+    if "small_files" in on:
+        broker["commit_log_file_size"] = rng.choice((4096, 16_384))
+        broker["consume_queue_units_per_file"] = rng.choice((10, 50))
+    topics = [{"name": "TopicA", "queues": rng.choice((1, 2, 4))}]
+    producer: dict = {"topic": "TopicA", "messages": rng.randint(20, 200),
+                      "rate": f"{rng.choice((5, 10, 20, 40))}/s"}
+    if "timer" in on:
+        producer["timer_delay"] = format_duration_ms(rng.choice((1000, 3000, 5000, 10_000)))
+    elif "delay_levels" in on:
+        levels = sorted(rng.sample(range(1, 7), rng.randint(1, 3)))
+        producer["delay_levels"] = levels
+    if "tags" in on:
+        producer["tags"] = rng.choice(("TagA", "TagB"))
+    if "big_bodies" in on:
+        producer["body_size"] = rng.choice((1024, 4000, 4096))
+    consumers = []
+    groups = rng.randint(2, 3) if "groups" in on else 1
+    for g in range(groups):
+        c: dict = {"group": f"Group{chr(65 + g)}", "topic": "TopicA",
+                   "instances": rng.randint(1, 3)}
+        if "broadcast" in on and g == 0 and "consumer_crashes" not in faults_on:
+            # a crashed BROADCASTING instance loses its local offsets.json writes: not a broker property
+            c["model"] = "BROADCASTING"
+        if "tags" in on and rng.random() < 0.5:
+            c["subscription"] = rng.choice(("TagA", "TagA || TagB", "*"))
+        if "max_retries" in on:
+            c["max_reconsume_times"] = rng.randint(0, 3)
+        if "failing_consumer" in on:
+            c["fail_probability"] = rng.choice((0.05, 0.1, 0.3))
+        if "fail_first" in on:
+            c["fail_first"] = rng.randint(1, 3)
+        if "slow_consumer" in on:
+            c["consume_time"] = format_duration_ms(rng.choice((50, 200, 500)))
+        consumers.append(c)
+    faults: dict = {}
+    for kind in faults_on:
+        if kind.endswith("_rate"):
+            faults[kind] = rng.choice((0.01, 0.05, 0.1, 0.2))
+        elif kind == "clock_step_back" or kind == "clock_step_forward":
+            sign = -1 if kind == "clock_step_back" else 1
+            step = {"at": format_duration_ms(rng.randint(2, 13) * 1000),
+                    "by": format_duration_ms(sign * rng.choice((2000, 10_000, 60_000)))}
+            faults.setdefault("clock_steps", []).append(step)
+        elif kind == "store_rollbacks":
+            faults[kind] = 1
+            faults["rollback_age"] = format_duration_ms(rng.choice((2000, 5000, 10_000)))
+        else:
+            faults[kind] = rng.randint(1, 3)
+    if fault_start_ms is not None:
+        faults["start"] = format_duration_ms(fault_start_ms)
+    if faults and rng.random() < 0.5:
+        faults["restart_after"] = format_duration_ms(rng.choice((500, 1000, 3000)))
+    doc = {"version": 1, "name": f"explore-{seed}", "description": f"generated by scenarios.explore, seed {seed}",
+           "seed": seed, "duration": format_duration_ms(duration_ms), "drain": "0s", "broker": broker,
+           "topic": topics, "producer": [producer], "consumer": consumers, "faults": faults}
+    doc["drain"] = format_duration_ms(_drain_ms(doc))
+    return doc
+
+
+def _drain_ms(doc: dict) -> int:
+    """Long enough for the longest delay plus the retry ladder (what the loader's drain check asks), plus
+    slack for restarts and the clock stepping back."""
+    from sim.shrink import longest_delay_ms
+
+    s = scenario_from_dict(doc, "<explore>")
+    ladder = sum(_ladder(s))
+    back = max([-st.by_ms for st in s.faults.clock_steps] + [0])
+    # a slow consumer works through its backlog after the last send: messages x consume time / instances
+    backlog = max([sum(p.messages for p in s.producers) * max(c.consume_time_ms, 1) // c.instances
+                   for c in s.consumers] + [0])
+    return longest_delay_ms(s) + ladder + back + backlog + 30_000
+
+
+def _ladder(s: Scenario):
+    from store.delay_level import parse_delay_level
+
+    table = parse_delay_level(s.broker.message_delay_level)
+    top = max(table)
+    for c in s.consumers:
+        limit = 16 if c.max_reconsume_times == -1 else c.max_reconsume_times
+        retries = limit if c.fail_probability > 0 else min(max(c.fail_first, 1), limit)
+        yield sum(table[min(3 + k, top)] for k in range(retries))
+
+
+def generate(seed: int) -> Scenario:
+    """Generated scenario ``seed``, validated by the loader; raises ``GeneratorBug`` on an error or a warning."""
+    doc = generate_doc(seed)
+    try:
+        scenario = scenario_from_dict(doc, f"<explore seed {seed}>")
+    except ValueError as error:
+        raise GeneratorBug(f"seed {seed}: the loader rejects the generated scenario: {error}") from None
+    if scenario.notes:
+        raise GeneratorBug(f"seed {seed}: the loader warns: {scenario.notes[0]}")
+    return scenario

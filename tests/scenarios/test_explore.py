@@ -1,0 +1,73 @@
+"""The swarm generator (scenarios/explore.py) and ``rmqsim mutants --explore``."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from scenarios.cli import main
+from scenarios.explore import FAULTS, GeneratorBug, generate, generate_doc
+from scenarios.scenario import scenario_from_dict
+from scenarios.toml_out import dumps
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(min_value=0, max_value=(1 << 63) - 1))
+def test_every_generated_scenario_loads_without_a_warning(seed):
+    scenario = generate(seed)  # raises GeneratorBug on a loader error or note
+    assert scenario.notes == ()
+    assert scenario.drain_ms > 0 and scenario.producers and scenario.consumers
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(min_value=0, max_value=1 << 32))
+def test_the_generator_is_deterministic_and_its_toml_round_trips(seed):
+    doc = generate_doc(seed)
+    assert generate_doc(seed) == doc
+    import tomllib
+
+    assert scenario_from_dict(tomllib.loads(dumps(doc))) == scenario_from_dict(doc)
+
+
+def test_seeds_turn_on_different_subsets_of_faults():
+    subsets = {frozenset(k for k in generate_doc(seed)["faults"] if k not in ("start", "restart_after"))
+               for seed in range(1, 41)}
+    assert len(subsets) >= 20
+    seen = {k for s in subsets for k in s}
+    assert seen >= set(FAULTS) - {"clock_step_back", "clock_step_forward"} and "clock_steps" in seen, seen
+
+
+def test_a_loader_warning_is_a_generator_bug(monkeypatch):
+    import scenarios.explore as explore
+
+    monkeypatch.setattr(explore, "_drain_ms", lambda doc: 0)
+    seed = next(s for s in range(1, 100) if "delay_levels" in generate_doc(s)["producer"][0])
+    try:
+        generate(seed)
+    except GeneratorBug as error:
+        assert "drain" in str(error)
+    else:
+        raise AssertionError("a drain of 0 s must be reported as a generator bug")
+
+
+def test_mutants_explore_json_schema(tmp_path, capsys):
+    code = main(["mutants", "--explore", "2", "--mutant", "skip_failed_delivery", "--mutant", "dlq_keeps_delay",
+                 "--json", "--out", str(tmp_path)])
+    doc = json.loads(capsys.readouterr().out)
+    assert set(doc) == {"mutants"} and set(doc["mutants"]) == {"skip_failed_delivery", "dlq_keeps_delay"}
+    for entry in doc["mutants"].values():
+        assert set(entry) == {"caught", "runs", "invariant", "scenario_file", "trace_events"}
+        if entry["caught"]:
+            assert entry["runs"] in (1, 2) and entry["invariant"] and entry["scenario_file"].endswith(".toml")
+        else:
+            assert entry["runs"] is None and entry["invariant"] is None and entry["scenario_file"] is None
+    assert code == (0 if all(e["caught"] for e in doc["mutants"].values()) else 1)
+
+
+def test_mutants_explore_table_and_bad_n(tmp_path, capsys):
+    main(["mutants", "--explore", "1", "--mutant", "dlq_keeps_delay", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert "| `dlq_keeps_delay` |" in out and "within 1 explored runs each" in out
+    assert main(["mutants", "--explore", "0"]) == 2
