@@ -347,9 +347,12 @@ def _cmd_scenarios(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
+    from sim.bench import SPARSE_SCENARIO
     from sim.bench import main as bench_main
 
-    return bench_main(args)
+    from .catalogue import load_builtin
+
+    return bench_main(args, load_builtin(SPARSE_SCENARIO))
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:

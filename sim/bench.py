@@ -18,7 +18,7 @@ import time
 
 import simpy
 
-from scenarios.scenario import scenario_from_dict
+from sim.scenario import scenario_from_dict
 from store.clock import ManualClock
 from store.config import MessageStoreConfig
 from store.disk import MemoryDisk
@@ -110,7 +110,7 @@ def peak_rss_mib() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
-def measure(messages: int) -> dict:
+def measure(messages: int, sparse_scenario) -> dict:
     """Dense scenario first (so the peak memory is its own), then the yardsticks and the sparse run.
 
     Every ratio is given per wall second (the issue's measure) and per CPU second of this process
@@ -130,9 +130,7 @@ def measure(messages: int) -> dict:
     ceiling = lifecycle_ceiling(rates["puts_per_s"], rates["dispatched_units_per_s"])
     ceiling_cpu = lifecycle_ceiling(rates_cpu["puts_per_s"], rates_cpu["dispatched_units_per_s"])
     lifecycles = stats["consumed"] / wall_s
-    from scenarios.catalogue import load_builtin
-
-    sparse, sparse_wall, sparse_cpu = _timed_run(load_builtin(SPARSE_SCENARIO))
+    sparse, sparse_wall, sparse_cpu = _timed_run(sparse_scenario)
     return {
         "scenario": scenario.name,
         "messages": messages,
@@ -163,8 +161,9 @@ def measure(messages: int) -> dict:
     }
 
 
-def main(args) -> int:
-    numbers = measure(args.messages)
+def main(args, sparse_scenario) -> int:
+    """``sparse_scenario``: the built-in SPARSE_SCENARIO, loaded by the caller (sim must not import scenarios)."""
+    numbers = measure(args.messages, sparse_scenario)
     if not args.json:
         width = max(len(k) for k in numbers)
         for key, value in numbers.items():

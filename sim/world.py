@@ -10,7 +10,7 @@ import gc
 
 import simpy
 
-from scenarios.scenario import Scenario
+from sim.scenario import Scenario
 from store.broker.broker_controller import BrokerController, BrokerStartError
 from store.client.api import RemotingError
 from store.client.errors import MQClientException
