@@ -305,6 +305,7 @@ def _print_gate_failure(gate) -> None:
 
 
 def _checker():
+    """The run checker (kept for callers; the public name is ``sim.checking.check_run``)."""
     from sim.checking import check_run
 
     return check_run

@@ -395,9 +395,9 @@ def make_tasks(spec: SweepSpec, out_dir: str) -> list[dict]:
 
 
 def _default_checker():
-    from .cli import _checker
+    from sim.checking import check_run
 
-    return _checker()
+    return check_run
 
 
 def describe_error(error: BaseException) -> str:

@@ -96,3 +96,24 @@ def test_a_planted_violation_fires(tmp_path):
         "model/y.py imports matplotlib (allowed only in ['reports/'])",
         "sim/z.py imports scenarios (sim may import ['model', 'simpy', 'store'])",
     ])
+
+
+def _imports_of(rel: str) -> set[str]:
+    """Full module names ``rel`` imports (relative imports resolved inside its package), anywhere in it."""
+    package = rel.rsplit("/", 1)[0].replace("/", ".")
+    with open(os.path.join(ROOT, rel), encoding="utf-8") as f:
+        tree = ast.parse(f.read(), rel)
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package.rsplit(".", node.level - 1)[0] if node.level else ""
+            names.add(".".join(p for p in (base, node.module or "") if p))
+    return names
+
+
+def test_the_user_commands_do_not_reach_into_the_cli():
+    # sweep and demo once took the CLI's private _checker; the checker is sim.checking.check_run.
+    for rel in ("scenarios/sweep.py", "scenarios/demo.py", "scenarios/gate.py", "scenarios/mutants_runner.py"):
+        assert "scenarios.cli" not in _imports_of(rel), rel
