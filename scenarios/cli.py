@@ -92,10 +92,10 @@ def _writable_file(path: str, what: str) -> None:
 
 
 def _progress_bar(label: str):
-    """A tqdm bar over virtual time on stderr (silent when stderr is not a terminal)."""
-    from tqdm import tqdm
+    """A bar over virtual time on stderr (scenarios/progress.py: periodic lines when not a terminal)."""
+    from .progress import progress_bar
 
-    bar = tqdm(total=100, desc=label, unit="%", leave=False, disable=None, file=sys.stderr)
+    bar = progress_bar(total=100, desc=label, unit="%")
 
     def update(done_ms: int, total_ms: int) -> None:
         bar.n = int(100 * done_ms / max(total_ms, 1))
@@ -189,18 +189,9 @@ def _shrink_run(result, path: str, era: str | None, max_runs: int) -> None:
 
 
 def _shrink_progress():
-    from tqdm import tqdm
+    from .progress import shrink_progress
 
-    bar = tqdm(total=None, desc="shrink", unit="run", leave=False, disable=None, file=sys.stderr)
-
-    def update(runs: int, max_runs: int, label: str) -> None:
-        bar.total = max_runs
-        bar.n = runs
-        bar.set_postfix_str(label[:60])
-        if runs >= max_runs:
-            bar.close()
-
-    return update
+    return shrink_progress()
 
 
 def _cmd_mutants(args: argparse.Namespace) -> int:

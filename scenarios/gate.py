@@ -124,11 +124,9 @@ def run_gate(*, runs: int | None = None, budget_s: float | None = None, seed_bas
     start_index = rotation_start(seed_base, runs, len(names)) if runs is not None else seed_base % len(names)
     bar = None
     if progress:
-        import sys
+        from .progress import progress_bar
 
-        from tqdm import tqdm
-
-        bar = tqdm(total=runs, desc="gate", unit="run", leave=False, disable=None, file=sys.stderr)
+        bar = progress_bar(total=runs, desc="gate", unit="run")
     start = time.perf_counter()  # wall-clock ok: the budget bounds the gate, never a history
     done: list[GateRun] = []
     stopped_by = "runs"
@@ -208,21 +206,10 @@ def run_gate(*, runs: int | None = None, budget_s: float | None = None, seed_bas
 
 
 def _shrink_bar():
-    """A tqdm bar of the shrink's runs on stderr (silent when stderr is not a terminal)."""
-    import sys
+    """A bar of the shrink's runs on stderr (scenarios/progress.py)."""
+    from .progress import shrink_progress
 
-    from tqdm import tqdm
-
-    bar = tqdm(total=None, desc="shrink", unit="run", leave=False, disable=None, file=sys.stderr)
-
-    def update(runs: int, max_runs: int, label: str) -> None:
-        bar.total = max_runs
-        bar.n = runs
-        bar.set_postfix_str(label[:60])
-        if runs >= max_runs:
-            bar.close()
-
-    return update
+    return shrink_progress()
 
 
 def junit_xml(gate: GateResult) -> str:

@@ -652,14 +652,13 @@ def execute(spark, tasks: list[dict], *, check=None, on_rows=None, progress: boo
     ``on_rows(rows)`` as each batch finishes; a tqdm bar over finished runs. Returns all rows."""
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
-    from tqdm import tqdm
+    from .progress import progress_bar
 
     sc = spark.sparkContext
     parallelism = max(1, sc.defaultParallelism)
     group, size = plan_batches(len(tasks), parallelism, batch_size)
     batches = [tasks[i:i + size] for i in range(0, len(tasks), size)]
-    bar = tqdm(total=len(tasks), desc="sweep", unit="run", disable=None if progress else True,
-               file=sys.stderr, dynamic_ncols=True)
+    bar = progress_bar(total=len(tasks), desc="sweep", unit="run", enabled=progress)
     rows: list[dict] = []
     done = 0
     pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="rmqsim-sweep")
