@@ -12,7 +12,15 @@ import tomllib
 from sim.scenario import *  # noqa: F401,F403
 from sim.scenario import (  # noqa: F401
     _ARRAYS,
+    _BROKER,
+    _CONSUMER,
+    _FAULTS,
+    _NETWORK,
+    _PRODUCER,
+    _REQUIRED,
     _TABLES,
+    _TOP,
+    _TOPIC,
     MAX_COMMIT_LOG_FILE_SIZE,
     MAX_DELAY_MS,
     MAX_PHASE_MS,
