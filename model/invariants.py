@@ -21,6 +21,7 @@ from .stats import (
     is_schedule_store,
     pending_messages,
 )
+from .topics import SCHEDULE_TOPIC, TIMER_TOPIC
 
 CONSUME_SUCCESS = "CONSUME_SUCCESS"
 MAX_QUOTED_EVENTS = 8
@@ -28,7 +29,6 @@ MAX_VIOLATIONS = 50
 SEND_BACK_TO_DLQ_MS = 1000  # a dead letter is stored in the same step as its send-back; allow scheduling slack
 SETTLE_AFTER_FAULT_MS = 15_000  # lateness is judged only for messages due this long after the last fault
 PULL_BATCH_UNITS = 32  # DefaultMQPushConsumer.pullBatchSize: consume-queue units one pull reads at most
-TIMER_TOPIC = "rmq_sys_wheel_timer"  # TimerMessageStore.TIMER_TOPIC: the topic timer messages wait in
 
 
 @dataclass(frozen=True)
@@ -667,7 +667,7 @@ def check_bounded_lateness(ix: _Index, ctx: RunContext) -> dict:
     # Liveness: a message due in the settled drain that never came back at all.
     for msg_id, stores in schedule_stores.items():
         last = stores[-1]
-        if last["topic"] != "SCHEDULE_TOPIC_XXXX":
+        if last["topic"] != SCHEDULE_TOPIC:
             continue
         level = last["queue_id"] + 1
         due_mono = last["t_ms"] + ctx.level_delay_ms(level)
@@ -838,7 +838,7 @@ def _vacuous_per_level_order(ix: _Index, ctx: RunContext, verdict: dict) -> str 
     """Should check every first delivery from a delay level's queue. Vacuous when none was checked although
     delay-level copies were delivered or due before the end of the drain."""
     level_deliveries = [d for d in ix.by_kind["deliver"] if d["level"] != "timer"]
-    due = [e for e in _due_copies(ix, ctx) if e["topic"] != "rmq_sys_wheel_timer"]
+    due = [e for e in _due_copies(ix, ctx) if e["topic"] != TIMER_TOPIC]
     if verdict["checked"] == 0 and (level_deliveries or due):
         return (f"nothing checked although {len(level_deliveries)} delay-level deliveries happened and "
                 f"{len(due)} delay-level cop(ies) were due")

@@ -12,9 +12,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
-TIMER_TOPIC = "rmq_sys_wheel_timer"
-RETRY_PREFIX = "%RETRY%"
+from model.topics import RETRY_PREFIX, SCHEDULE_TOPIC, TIMER_TOPIC  # noqa: F401 (re-exported)
+
 CONSUME_SUCCESS = "CONSUME_SUCCESS"
 POLL_SLACK_MS = 100 + 10 + 1  # a level's 100 ms poll, the async handler's 10 ms, one reput round
 CONSUME_SLACK_MS = 1000  # from the real topic to a consumer: dispatch, a held pull woken, the network, a consume

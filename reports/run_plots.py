@@ -9,13 +9,10 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from model.stats import lateness_by_label
+from model.topics import DLQ_PREFIX, RETRY_PREFIX, SCHEDULE_TOPIC, TIMER_TOPIC  # noqa: F401 (re-exported)
 
 from .style import BLUE, BROWN, GREEN, GREY, ORANGE, PURPLE, RED, SKY, figure, note, save, time_unit
 
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
-TIMER_TOPIC = "rmq_sys_wheel_timer"
-RETRY_PREFIX = "%RETRY%"
-DLQ_PREFIX = "%DLQ%"
 MAX_LANES = 36
 
 

@@ -357,6 +357,7 @@ def _print_gate_failure(gate) -> None:
 
 
 def _checker():
+    """The run checker (kept for callers; the public name is ``sim.checking.check_run``)."""
     from sim.checking import check_run
 
     return check_run
@@ -400,11 +401,14 @@ def _cmd_scenarios(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
+    from sim.bench import SPARSE_SCENARIO
     from sim.bench import main as bench_main
 
+    from .catalogue import load_builtin
     from .progress import progress
 
-    return bench_main(args, progress("bench", None, "step", ticker=True))  # bench_main closes it
+    # bench_main closes the reporter
+    return bench_main(args, load_builtin(SPARSE_SCENARIO), progress("bench", None, "step", ticker=True))
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:

@@ -13,8 +13,9 @@ import shutil
 import sys
 import time
 
+from sim.checking import check_run
+
 from .catalogue import load_builtin
-from .cli import _checker
 
 OUT = os.path.join("reports", "out")
 TEACHING = [
@@ -40,7 +41,7 @@ def run_teaching_scenarios(root: str) -> list[dict]:
     for name, blurb in TEACHING:
         run_dir = os.path.join(root, name)
         start = time.perf_counter()  # wall-clock ok: progress output
-        result = run_scenario(load_builtin(name), out_dir=run_dir, scenario_arg=name, check=_checker())
+        result = run_scenario(load_builtin(name), out_dir=run_dir, scenario_arg=name, check=check_run)
         summary = result.summary
         violated = [k for k, v in summary["invariants"].items() if not v["holds"]]
         st = summary["stats"]

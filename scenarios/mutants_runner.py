@@ -113,11 +113,9 @@ def run_mutants(mutants: list[str] | None = None, *, max_seeds: int = DEFAULT_MA
 
     bar = None
     if progress:
-        import sys
+        from .progress import progress_bar
 
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(names), desc="mutants", unit="mutant", leave=False, disable=None, file=sys.stderr)
+        bar = progress_bar(total=len(names), desc="mutants", unit="mutant")
     outcomes = []
     try:
         for mutant in names:

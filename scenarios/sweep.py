@@ -395,9 +395,9 @@ def make_tasks(spec: SweepSpec, out_dir: str) -> list[dict]:
 
 
 def _default_checker():
-    from .cli import _checker
+    from sim.checking import check_run
 
-    return _checker()
+    return check_run
 
 
 def describe_error(error: BaseException) -> str:
@@ -654,14 +654,13 @@ def execute(spark, tasks: list[dict], *, check=None, on_rows=None, progress: boo
     ``on_rows(rows)`` as each batch finishes; a tqdm bar over finished runs. Returns all rows."""
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
-    from tqdm import tqdm
+    from .progress import progress_bar
 
     sc = spark.sparkContext
     parallelism = max(1, sc.defaultParallelism)
     group, size = plan_batches(len(tasks), parallelism, batch_size)
     batches = [tasks[i:i + size] for i in range(0, len(tasks), size)]
-    bar = tqdm(total=len(tasks), desc="sweep", unit="run", disable=None if progress else True,
-               file=sys.stderr, dynamic_ncols=True)
+    bar = progress_bar(total=len(tasks), desc="sweep", unit="run", enabled=progress)
     rows: list[dict] = []
     done = 0
     pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="rmqsim-sweep")

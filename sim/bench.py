@@ -18,7 +18,7 @@ import time
 
 import simpy
 
-from scenarios.scenario import scenario_from_dict
+from sim.scenario import scenario_from_dict
 from store.clock import ManualClock
 from store.config import MessageStoreConfig
 from store.disk import MemoryDisk
@@ -113,7 +113,7 @@ def peak_rss_mib() -> float:
 STAGES = 5  # the dense run, SimPy's raw rate (wall, CPU), the store's rates (wall, CPU); then the sparse run
 
 
-def measure(messages: int, bar=None) -> dict:
+def measure(messages: int, sparse_scenario, bar=None) -> dict:
     """Dense scenario first (so the peak memory is its own), then the yardsticks and the sparse run.
 
     Every ratio is given per wall second (the issue's measure) and per CPU second of this process
@@ -148,9 +148,7 @@ def measure(messages: int, bar=None) -> dict:
     ceiling = lifecycle_ceiling(rates["puts_per_s"], rates["dispatched_units_per_s"])
     ceiling_cpu = lifecycle_ceiling(rates_cpu["puts_per_s"], rates_cpu["dispatched_units_per_s"])
     lifecycles = stats["consumed"] / wall_s
-    from scenarios.catalogue import load_builtin
-
-    sparse, sparse_wall, sparse_cpu = _timed_run(load_builtin(SPARSE_SCENARIO),
+    sparse, sparse_wall, sparse_cpu = _timed_run(sparse_scenario,
                                                   run_progress(f"sparse run of {SPARSE_SCENARIO}", 5))
     stage(STAGES + 1, "done")
     return {
@@ -183,10 +181,11 @@ def measure(messages: int, bar=None) -> dict:
     }
 
 
-def main(args, bar=None) -> int:
-    """``bar``: a progress reporter (``update(done, total, note)``, ``close()``) on stderr, or None."""
+def main(args, sparse_scenario, bar=None) -> int:
+    """``sparse_scenario``: the built-in SPARSE_SCENARIO, loaded by the caller (sim must not import scenarios);
+    ``bar``: a progress reporter (``update(done, total, note)``, ``close()``) on stderr, or None."""
     try:
-        numbers = measure(args.messages, bar)
+        numbers = measure(args.messages, sparse_scenario, bar)
     finally:
         if bar is not None:
             bar.close()

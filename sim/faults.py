@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 
-from scenarios.scenario import FaultSpec
+from sim.scenario import FaultSpec
 from store.faults import CRASH, FAIL, SITE_PERSIST_PREFIX, SITE_PUT, SITE_SCHEDULE_REBUILD, SITE_SEND_BACK
 
 CONSUMER_OFFSET_FILE = "consumerOffset.json"

@@ -11,7 +11,7 @@ import traceback
 from dataclasses import dataclass
 
 from model.invariants import overall_verdict
-from scenarios.scenario import Scenario
+from sim.scenario import Scenario
 from store.disk import MemoryDisk, OsDisk
 from store.faults import BrokerCrash
 from store.mutants import validate

@@ -25,8 +25,8 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from scenarios.scenario import ScenarioError, scenario_from_dict
-from scenarios.units import format_duration_ms
+from sim.scenario import ScenarioError, scenario_from_dict
+from sim.units import format_duration_ms
 
 from .run import RunResult, repro_command, run_scenario
 
@@ -444,7 +444,7 @@ def shrunk_document(result: ShrinkResult) -> dict:
 
 def write_shrunk(result: ShrinkResult, path: str) -> str:
     """Write the shrunk scenario as TOML at ``path``; ``rmqsim run PATH --seed N ...`` replays the failure."""
-    from scenarios.toml_out import dumps
+    from sim.toml_out import dumps
 
     header = [f"# Shrunk by rmqsim: {result.invariant} still fails with seed {result.seed}.",
               f"# Replay: {result.replay_command(path)}"]

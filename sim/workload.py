@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 
-from scenarios.scenario import ConsumerSpec, ProducerSpec
+from sim.scenario import ConsumerSpec, ProducerSpec
 from store.client.api import MQBrokerException, RemotingError
 from store.client.consume_message_concurrently_service import CONSUME_SUCCESS, RECONSUME_LATER
 from store.client.errors import MQClientException

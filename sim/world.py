@@ -10,7 +10,7 @@ import gc
 
 import simpy
 
-from scenarios.scenario import Scenario
+from sim.scenario import Scenario
 from store.broker.broker_controller import BrokerController, BrokerStartError
 from store.client.api import RemotingError
 from store.client.errors import MQClientException
@@ -27,6 +27,7 @@ from store.probes import ProbeCollector
 from store.service import PeriodicService
 from store.subscription_group import SubscriptionGroupConfig
 from store.topic_config import TIMER_TOPIC, TopicConfig
+from store.topics import DLQ_GROUP_TOPIC_PREFIX, RMQ_SYS_SCHEDULE_TOPIC
 
 from .clock import SimClock
 from .faults import FaultPlan, SimFaults
@@ -38,7 +39,7 @@ from .workload import ConsumeExecutor, ProducerActor
 
 RANK_FAULTS, RANK_BROKER, RANK_NETWORK, RANK_PRODUCERS, RANK_CONSUMERS, RANK_OS = 0, 100, 1000, 2000, 3000, 9000
 WRITEBACK_INTERVAL_MS, DIRTY_EXPIRE_MS = 5000, 30_000  # Linux: dirty_writeback / dirty_expire_centisecs
-DLQ_PREFIX = "%DLQ%"
+DLQ_PREFIX = DLQ_GROUP_TOPIC_PREFIX
 TIMED_SUFFIX = "/timed"  # a consumer's timed services (their own scheduling owner)
 
 
@@ -246,7 +247,7 @@ class World:
 
     def _on_arriving(self, topic: str, queue_id: int, _next_offset: int) -> None:
         self.scheduler.touch("broker.flush")  # a consume-queue unit and the checkpoint's logics timestamp
-        if topic == "SCHEDULE_TOPIC_XXXX":
+        if topic == RMQ_SYS_SCHEDULE_TOPIC:
             self.scheduler.touch(f"broker.level.{queue_id + 1}")
         elif topic == TIMER_TOPIC:
             self.scheduler.touch("broker.timer")
@@ -257,14 +258,14 @@ class World:
         a = result.append
         timer_out = msg.properties.get(PROPERTY_TIMER_OUT_MS) if a.topic == TIMER_TOPIC else None
         extra = {} if timer_out is None else {"timer_out_ms": int(timer_out)}  # its wheel slot
-        if a.topic == "SCHEDULE_TOPIC_XXXX":
+        if a.topic == RMQ_SYS_SCHEDULE_TOPIC:
             level = int(msg.properties.get(PROPERTY_DELAY_TIME_LEVEL, "0"))
             due = a.store_timestamp + self.broker.schedule_message_service.delay_level_table_ms.get(level, 1000)
             extra["due_ms"] = due  # what pending and vacuity are judged by (model/stats.py)
         self.record("store", msg_id=msg.uniq_key, topic=a.topic, queue_id=a.queue_id, queue_offset=a.logics_offset,
                     phy_offset=a.wrote_offset, size=a.wrote_bytes, reconsume_times=msg.reconsume_times,
                     broker_ms=a.store_timestamp, **extra)
-        if a.topic == "SCHEDULE_TOPIC_XXXX":
+        if a.topic == RMQ_SYS_SCHEDULE_TOPIC:
             self.due_of[msg.uniq_key] = extra["due_ms"]
         elif timer_out is not None:
             self.due_of[msg.uniq_key] = int(timer_out)

@@ -19,8 +19,9 @@ from .log import DISK_DAMAGE, StoreLog, as_log
 from .mapped_file import MappedFileQueue
 from .probes import NO_PROBES
 from .put_status import AppendMessageResult, PutMessageResult, PutMessageStatus
+from .topics import RMQ_SYS_SCHEDULE_TOPIC
 
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+SCHEDULE_TOPIC = RMQ_SYS_SCHEDULE_TOPIC
 _NOT_DISPATCHED = (codec.TRANSACTION_PREPARED_TYPE, codec.TRANSACTION_ROLLBACK_TYPE)
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from .java_numbers import LONG_MIN as _LONG_MIN
+from .java_numbers import java_parse_long
+
 _UNIT_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
 
 
 class DelayLevelError(ValueError):
@@ -16,17 +18,6 @@ def java_split_space(text: str) -> list[str]:
     while len(tokens) > 1 and tokens[-1] == "":
         tokens.pop()
     return [] if tokens == [""] and text else tokens
-
-
-def java_parse_long(text: str) -> int:
-    """``Long.parseLong``: an optional sign and decimal digits (Unicode Nd, as Character.digit), within a long."""
-    digits = text[1:] if text[:1] in ("+", "-") else text
-    if not digits or not all(ch.isdecimal() for ch in digits):
-        raise ValueError(f"For input string: {text!r}")
-    value = int(text)
-    if not _LONG_MIN <= value <= _LONG_MAX:
-        raise ValueError(f"For input string: {text!r} (out of range of a long)")
-    return value
 
 
 def _java_long_mul(a: int, b: int) -> int:

@@ -13,8 +13,8 @@ from . import message as codec
 from .clock import Clock
 from .commit_log import SCHEDULE_TOPIC
 from .config import MessageStoreConfig
+from .java_numbers import java_parse_long
 from .put_status import PutMessageResult, PutMessageStatus
-from .timer.timer_message_store import java_parse_long
 from .topic_config import TIMER_TOPIC
 
 _TIMER_PROPERTIES = (codec.PROPERTY_TIMER_DELIVER_MS, codec.PROPERTY_TIMER_DELAY_SEC, codec.PROPERTY_TIMER_DELAY_MS)

@@ -64,14 +64,17 @@ import math
 import mmap
 import os
 import re
-import struct
 from datetime import UTC, datetime
 
 from . import fastjson
 from . import message as codec
+from .consume_queue import CQ_STORE_UNIT_SIZE, CQ_UNIT
+from .timer.timer_checkpoint import CHECKPOINT_STRUCT
+from .timer.timer_log import BLANK_MAGIC_CODE, HEAD_STRUCT, UNIT_SIZE, UNIT_STRUCT
+from .timer.timer_wheel import SLOT_STRUCT
 
-CQ_UNIT_SIZE = 20
-_CQ_UNIT = struct.Struct(">qiq")
+CQ_UNIT_SIZE = CQ_STORE_UNIT_SIZE  # the on-disk formats are declared by their modules (issue 16)
+_CQ_UNIT = CQ_UNIT
 _CHECKPOINT_FIELDS = ("physic_msg_timestamp", "logics_msg_timestamp", "index_msg_timestamp",
                       "master_flushed_offset", "confirm_phy_offset")
 BODY_PREVIEW_BYTES = 64
@@ -147,10 +150,10 @@ def _inspect_timer(root: str, max_entries: int | None = None) -> dict | None:
 _TIMER_CHECKPOINT_FIELDS = ("last_read_time_ms", "last_timer_log_flush_pos", "last_timer_queue_offset",
                             "master_timer_queue_offset")
 _TIMER_DATA_VERSION_FIELDS = ("state_version", "timestamp", "counter")
-_TIMER_UNIT = struct.Struct(">iqiqiqiiq")
-_TIMER_SLOT = struct.Struct(">qqqii")
-_TIMER_UNIT_SIZE = 52
-_TIMER_BLANK_MAGIC = -875286124  # 0xCBD43194
+_TIMER_UNIT = UNIT_STRUCT
+_TIMER_SLOT = SLOT_STRUCT
+_TIMER_UNIT_SIZE = UNIT_SIZE
+_TIMER_BLANK_MAGIC = BLANK_MAGIC_CODE  # 0xCBD43194
 _TIMER_MAGIC_FLAGS = ((1, "DEFAULT"), (2, "ROLL"), (4, "DELETE"))
 
 
@@ -158,7 +161,7 @@ def _inspect_timer_checkpoint(path: str) -> dict | None:
     if not os.path.isfile(path):
         return None
     with open(path, "rb") as f:
-        raw = f.read(56)
+        raw = f.read(CHECKPOINT_STRUCT.size)
     longs = [int.from_bytes(raw[i : i + 8], "big", signed=True) for i in range(0, len(raw) - len(raw) % 8, 8)]
     doc: dict = {name: longs[i] for i, name in enumerate(_TIMER_CHECKPOINT_FIELDS) if i < len(longs)}
     if len(longs) == 7:
@@ -183,7 +186,7 @@ def _inspect_timer_log(directory: str, max_entries: int | None) -> dict:
         with _ReadOnlyMap(os.path.join(directory, name)) as data:
             pos = 0
             while pos + 16 <= size:
-                head_size, prev_pos, magic = struct.unpack_from(">iqi", data, pos)
+                head_size, prev_pos, magic = HEAD_STRUCT.unpack_from(data, pos)
                 if magic == _TIMER_BLANK_MAGIC:
                     break
                 if not any(data[pos : min(pos + _TIMER_UNIT_SIZE, size)]):

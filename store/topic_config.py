@@ -24,6 +24,7 @@ from .data_version import SHAPE_4X, SHAPE_5X, DataVersion
 from .disk import Disk
 from .fastjson import dumps, loads
 from .faults import NO_FAULTS, FaultInjector
+from .topics import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, RMQ_SYS_SCHEDULE_TOPIC, TIMER_TOPIC
 
 # --- PermName --------------------------------------------------------------------------------------------
 PERM_PRIORITY = 0x8
@@ -52,9 +53,7 @@ def perm_to_string(perm: int) -> str:
 
 # --- topic names (TopicValidator, MixAll, TimerMessageStore) ---------------------------------------------
 AUTO_CREATE_TOPIC_KEY_TOPIC = "TBW102"
-RMQ_SYS_SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 SCHEDULE_TOPIC_QUEUE_NUM = 18
-TIMER_TOPIC = "rmq_sys_wheel_timer"
 TIMER_TOPIC_QUEUE_NUM = 1
 RMQ_SYS_SELF_TEST_TOPIC = "SELF_TEST_TOPIC"
 RMQ_SYS_BENCHMARK_TOPIC = "BenchmarkTest"
@@ -71,8 +70,6 @@ SELF_TEST_TOPIC = RMQ_SYS_SELF_TEST_TOPIC
 BENCHMARK_TOPIC = RMQ_SYS_BENCHMARK_TOPIC
 OFFSET_MOVED_EVENT = RMQ_SYS_OFFSET_MOVED_EVENT
 
-RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
-DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
 
 SINGLE_TAG = "SINGLE_TAG"
 MULTI_TAG = "MULTI_TAG"

@@ -30,9 +30,9 @@ from ..topic_config import (
     get_retry_topic,
     is_writeable,
 )
+from ..topics import RETRY_GROUP_TOPIC_PREFIX
 
 DLQ_NUMS_PER_GROUP = 1
-RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 
 _STATUS_TO_CODE = {
     PutMessageStatus.FLUSH_DISK_TIMEOUT: ResponseCode.FLUSH_DISK_TIMEOUT,

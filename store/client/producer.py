@@ -23,12 +23,12 @@ from ..message import (
     PROPERTY_TIMER_DELIVER_MS,
     MessageExt,
 )
+from ..topics import RETRY_GROUP_TOPIC_PREFIX
 from .api import BrokerClientApi, MessageQueue, MQBrokerException, RemotingError, ResponseCode, SendResult
 from .errors import MQClientException
 from .message_client_id import MessageClientIDSetter
 
 CLIENT_INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
-RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 DEFAULT_TOPIC_QUEUE_NUMS = 4  # a producer's defaultTopicQueueNums, for a topic the broker creates on first send
 TOPIC_ROUTE_REFRESH_MS = 30_000  # pollNameServerInterval
 MAX_MESSAGE_SIZE = 4 * 1024 * 1024

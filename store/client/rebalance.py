@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 
 from ..clock import Clock
 from ..log import as_log
+from ..topics import RETRY_GROUP_TOPIC_PREFIX
 from .allocate_message_queue import allocate_message_queue_averagely
 from .api import (
     BROADCASTING,
@@ -27,8 +28,6 @@ from .offset_store import READ_FROM_STORE
 from .process_queue import ProcessQueue
 from .pull_request import PullRequest
 from .subscription import SubscriptionData
-
-RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 
 Allocate = Callable[[str, str, Iterable[MessageQueue], Iterable[str]], list[MessageQueue]]
 

@@ -32,6 +32,7 @@ from collections.abc import Callable
 from .. import message as codec
 from ..consume_queue import CQ_UNIT
 from ..faults import SITE_TIMER_DEQUEUE_PUT, check_crash
+from ..java_numbers import java_parse_int, java_parse_long  # re-exported for older callers
 from ..log import DISK_DAMAGE, as_log
 from ..mapped_file import StoreLoadError
 from ..message_store import DefaultMessageStore
@@ -752,21 +753,6 @@ class TimerMessageStore:
         return (cq.get_max_offset_in_queue() if cq else 0) - self.curr_queue_offset
 
 
-# --- Java number parsing (Long.parseLong / Integer.parseInt: ASCII digits, optional sign, range-checked) -------
-def java_parse_long(text: str | None, bits: int = 64) -> int:
-    if text is None:
-        raise ValueError("null")
-    body = text[1:] if text[:1] in "+-" else text
-    if not body or not body.isascii() or not body.isdigit():
-        raise ValueError(f"For input string: {text!r}")
-    value = int(text)
-    if not -(1 << (bits - 1)) <= value < (1 << (bits - 1)):
-        raise ValueError(f"For input string: {text!r} (out of range)")
-    return value
-
-
-def java_parse_int(text: str | None) -> int:
-    return java_parse_long(text, 32)
 
 
 # --- the services ----------------------------------------------------------------------------------------------

@@ -1,83 +1,41 @@
-"""Progress where people look: a line every few seconds when stderr is not a terminal (CI logs)."""
+"""scenarios/progress.py: the one progress display; off a terminal, a line every few seconds (issue 16)."""
 
 import io
+import os
+import re
 
-from scenarios.progress import Progress
+from scenarios.progress import progress_bar
 
-
-class FakeClock:
-    def __init__(self):
-        self.now = 0.0
-
-    def __call__(self):
-        return self.now
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def test_not_a_terminal_prints_a_line_every_few_seconds():
-    stream, clock = io.StringIO(), FakeClock()
-    bar = Progress("bench", 6, "step", stream=stream, every_s=5, clock=clock)
-    bar.update(1, note="dense run: 10/60 virtual s")
-    assert stream.getvalue() == ""  # nothing before the first interval
-    clock.now = 5.5
-    bar.update(2, note="raw SimPy")
-    clock.now = 7.0
-    bar.update(3)  # within the interval of the last line: silent
-    clock.now = 11.0
-    bar.update(4, 6, "store rates")
+def test_not_a_terminal_prints_periodic_lines():
+    out = io.StringIO()
+    bar = progress_bar(total=3, desc="gate", unit="run", stream=out, every_s=0.0)
+    bar.set_postfix_str("basic seed 1")
+    bar.update(1)
+    bar.n = 3
+    bar.refresh()
     bar.close()
-    assert stream.getvalue().splitlines() == [
-        "bench: 2/6 step (33%) after 6 s, raw SimPy",
-        "bench: 4/6 step (67%) after 11 s, store rates",
-    ]
+    bar.update(1)  # closed: silent
+    assert out.getvalue().splitlines() == [
+        "gate: 0/3 run (basic seed 1)", "gate: 1/3 run (basic seed 1)", "gate: 3/3 run (basic seed 1)"]
 
 
-def test_unknown_total_still_counts():
-    stream, clock = io.StringIO(), FakeClock()
-    bar = Progress("shrink", None, "run", stream=stream, every_s=1, clock=clock)
-    clock.now = 2
-    bar.update(7, None, "drop fault crash")
-    assert stream.getvalue() == "shrink: 7 run after 2 s, drop fault crash\n"
+def test_quiet_within_the_interval_and_when_disabled():
+    out = io.StringIO()
+    bar = progress_bar(total=3, desc="sweep", unit="run", stream=out)  # 5 s: a short job prints nothing
+    bar.update(3)
+    off = progress_bar(total=3, desc="sweep", stream=out, enabled=False, every_s=0.0)
+    off.update(3)
+    assert out.getvalue() == ""
 
 
-def test_bench_reports_each_stage():
-    from sim.bench import STAGES, measure
-
-    seen = []
-
-    class Recorder:
-        def update(self, done, total=None, note=""):
-            seen.append((done, total, note))
-
-    numbers = measure(200, Recorder())
-    assert numbers["messages"] == 200
-    dones = [d for d, _, _ in seen]
-    assert dones == sorted(dones) and dones[-1] == STAGES + 1
-    notes = [n for _, _, n in seen]
-    assert any(n.startswith("dense run of 200 messages") for n in notes)
-    assert any("store puts" in n for n in notes) and any(n.startswith("sparse run") for n in notes)
-
-
-def test_the_ticker_prints_while_nothing_updates():
-    import time
-
-    stream = io.StringIO()
-    bar = Progress("bench", 6, "step", stream=stream, every_s=0.05, ticker=True)
-    bar.update(2, note="raw SimPy")
-    time.sleep(0.3)  # a long stage: no update, yet lines come
-    bar.close()
-    lines = stream.getvalue().splitlines()
-    assert len(lines) >= 2 and all(line.startswith("bench: 2/6 step (33%)") for line in lines)
-    count = len(stream.getvalue())
-    time.sleep(0.15)
-    assert len(stream.getvalue()) == count  # closed: silent
-
-
-def test_a_closed_stream_stops_the_ticker_quietly():
-    import time
-
-    stream = io.StringIO()
-    bar = Progress("run", 100, "%", stream=stream, every_s=0.02, ticker=True)
-    bar.update(5)
-    stream.close()
-    time.sleep(0.1)
-    assert bar._stop.is_set()
+def test_no_other_module_sets_up_tqdm():
+    for folder in ("scenarios", "sim", "reports", "store"):
+        for dirpath, _dirs, files in os.walk(os.path.join(ROOT, folder)):
+            for name in files:
+                path = os.path.join(dirpath, name)
+                if name.endswith(".py") and path != os.path.join(ROOT, "scenarios", "progress.py"):
+                    with open(path, encoding="utf-8") as f:
+                        assert not re.search(r"^\s*(from tqdm|import tqdm)", f.read(), re.M), path

@@ -73,10 +73,17 @@ def test_maximum_delay():
     assert msg.topic == TOPIC  # nothing was changed
 
 
-@pytest.mark.parametrize("text", ["abc", "1.5", " 5", "", "9223372036854775808", "５"])
+@pytest.mark.parametrize("text", ["abc", "1.5", " 5", "", "9223372036854775808", "+", "0x5"])
 def test_unparsable_times_are_illegal(text):
     answer, _ = route({"TIMER_DELAY_MS": text})
     assert answer.status == PutMessageStatus.WHEEL_TIMER_MSG_ILLEGAL
+
+
+def test_a_unicode_digit_parses_as_in_java():
+    # Long.parseLong reads digits with Character.digit, which takes any Unicode Nd digit: "５" is 5.
+    fullwidth, ascii_ = route({"TIMER_DELAY_MS": "\uff15"}), route({"TIMER_DELAY_MS": "5"})
+    assert fullwidth[0] == ascii_[0]
+    assert (fullwidth[1].topic, fullwidth[1].queue_id) == (ascii_[1].topic, ascii_[1].queue_id)
 
 
 def test_delay_level_wins_and_the_timer_properties_are_removed():
