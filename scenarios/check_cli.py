@@ -157,17 +157,17 @@ def run(args: argparse.Namespace) -> int:
 
 @contextlib.contextmanager
 def _progress_bar(enabled: bool):
-    """A tqdm bar of explored states on stderr (silent when stderr is not a terminal)."""
+    """A bar of explored states on stderr (scenarios/progress.py: periodic lines when not a terminal)."""
     if not enabled:
         yield None
         return
-    from tqdm import tqdm
+    from .progress import progress_bar
 
-    bar = tqdm(desc="model check", unit=" states", file=sys.stderr, leave=False, disable=None, mininterval=0.5)
+    bar = progress_bar(desc="model check", unit=" states")
 
     def update(states: int, depth: int, frontier: int) -> None:
         bar.n = states
-        bar.set_postfix(depth=depth, frontier=frontier, refresh=False)
+        bar.set_postfix_str(f"depth={depth}, frontier={frontier}")
         bar.refresh()
 
     try:

@@ -275,11 +275,9 @@ def run_explore(n: int, mutants: list[str] | None = None, *, out_dir: str, seed_
 
     bar = None
     if progress:
-        import sys
+        from .progress import progress_bar
 
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(names) * n, desc="explore", unit="run", leave=False, disable=None, file=sys.stderr)
+        bar = progress_bar(total=len(names) * n, desc="explore", unit="run")
     outcomes = []
     try:
         for mutant in names:
