@@ -7,6 +7,7 @@ Lifecycle as RocketMQ's (2.3): ``load`` (abort file decides normal vs abnormal r
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -454,11 +455,13 @@ class _FlushRounds(PeriodicService):
             self._last_thorough_ms = mono_ms
         self.flush_round(mono_ms, thorough)
 
+    @abstractmethod
     def flush_round(self, mono_ms: int, thorough: bool) -> None:
-        raise NotImplementedError
+        """One round of the flush thread (each subclass flushes its own files)."""
 
+    @abstractmethod
     def would_change(self, thorough: bool) -> bool:
-        raise NotImplementedError
+        """Whether a round now would write anything (False: the round may be skipped)."""
 
     def catch_up(self, mono_ms: int, turn_passed: bool) -> None:
         """Rounds before ``mono_ms`` (and at it, once its turn passed) were skipped as no-ops: account them."""
