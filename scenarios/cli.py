@@ -203,27 +203,15 @@ def _shrink_run(result, path: str, era: str | None, max_runs: int) -> None:
     """``run --shrink``: a smaller scenario that fails the same invariant, written to ``path``."""
     from sim.shrink import first_failing_invariant, format_report, shrink, write_shrunk
 
+    from .progress import shrink_progress
+
     invariant = first_failing_invariant(result.summary)
     print(f"shrinking on {invariant} (at most {max_runs} runs) ...")
     shrunk = shrink(result.scenario.doc, result.seed, invariant, era=era, mutants=result.mutants,
-                    max_runs=max_runs, first=result, check=_checker(), progress=_shrink_progress())
+                    max_runs=max_runs, first=result, check=_checker(), progress=shrink_progress())
     write_shrunk(shrunk, path)
     for line in format_report(shrunk):
         print(line)
-
-
-def _shrink_progress():
-    """The shrinker's runs on stderr: a bar on a terminal, a line every few seconds otherwise."""
-    from .progress import progress
-
-    bar = progress("shrink", None, "run")
-
-    def update(runs: int, max_runs: int, label: str) -> None:
-        bar.update(runs, max_runs, label)
-        if runs >= max_runs:
-            bar.close()
-
-    return update
 
 
 def _cmd_mutants(args: argparse.Namespace) -> int:

@@ -222,10 +222,12 @@ def run_gate(*, runs: int | None = None, budget_s: float | None = None, seed_bas
         try:
             from sim.shrink import shrink, write_shrunk
 
+            from .progress import shrink_progress
+
             shrunk = shrink(failing_result.scenario.doc, failing.seed, failing.failed[0], mutants=mutants,
                             max_runs=shrink_runs, first=failing_result, check=check,
                             shuffle_ties=failing_result.summary.get("shuffle_ties", False),
-                            progress=_shrink_bar() if progress else None)
+                            progress=shrink_progress() if progress else None)
             write_shrunk(shrunk, os.path.join(gate.run_dir, "shrunk.toml"))
             gate.shrink = shrunk
         except Exception as error:  # the violation stands even if shrinking breaks
@@ -250,20 +252,6 @@ def format_probes(hits: dict[str, int]) -> list[str]:
     if missed:
         lines.append(f"  never hit: {', '.join(missed)}")
     return lines
-
-
-def _shrink_bar():
-    """The shrink's runs on stderr: a bar on a terminal, a line every few seconds otherwise."""
-    from .progress import progress as progress_reporter
-
-    bar = progress_reporter("shrink", None, "run")
-
-    def update(runs: int, max_runs: int, label: str) -> None:
-        bar.update(runs, max_runs, label)
-        if runs >= max_runs:
-            bar.close()
-
-    return update
 
 
 def junit_xml(gate: GateResult) -> str:

@@ -57,18 +57,6 @@ def progress_bar(total=None, desc: str = "", unit: str = "it", enabled: bool = T
     return bar
 
 
-def shrink_progress():
-    """``update(runs, max_runs, label)`` for the shrinker: a bar of its runs, closed at the last one."""
-    bar = progress_bar(desc="shrink", unit="run")
-
-    def update(runs: int, max_runs: int, label: str) -> None:
-        bar.total = max_runs
-        bar.n = runs
-        bar.set_postfix_str(label[:60])
-        if runs >= max_runs:
-            bar.close()
-
-    return update
 
 
 # ``progress(label, total, unit)``: an ``update(done, total=None, note="")``/``close()`` reporter, with an
@@ -136,3 +124,15 @@ def progress(label: str, total: int | None = None, unit: str = "it", stream=None
     """``ticker``: plain lines also come from a background thread, for stages that run long without an update
     (the caller must ``close()`` it); without it lines come only from updates."""
     return Progress(label, total, unit, stream, ticker=ticker)
+
+
+def shrink_progress():
+    """``update(runs, max_runs, label)`` for the shrinker (run --shrink and the gate): its runs, closed at the last."""
+    bar = progress("shrink", None, "run")
+
+    def update(runs: int, max_runs: int, label: str) -> None:
+        bar.update(runs, max_runs, label)
+        if runs >= max_runs:
+            bar.close()
+
+    return update
