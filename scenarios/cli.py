@@ -459,6 +459,17 @@ def _cmd_trace(args: argparse.Namespace) -> int:
         raise UsageError(str(error)) from None
 
 
+def _cmd_lessons(args: argparse.Namespace) -> int:
+    from scenarios.lessons import LessonsInputError, run_lessons
+
+    try:
+        if args.out:
+            _writable_dir(args.out, "--out")
+        return run_lessons(args)
+    except LessonsInputError as error:
+        raise UsageError(str(error)) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rmqsim",
@@ -496,6 +507,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_trace_arguments(p)
     p.set_defaults(func=_cmd_trace)
+
+    p = sub.add_parser("lessons", help="short lessons: one scenario each, a historical bug and its fix side by side")
+    from scenarios.lessons import add_arguments as add_lessons_arguments
+
+    add_lessons_arguments(p)
+    p.set_defaults(func=_cmd_lessons)
 
     p = sub.add_parser("replay", help="re-run DIR/summary.json's run and verify the identical history hash")
     p.add_argument("dir", metavar="DIR")
