@@ -13,14 +13,26 @@ import time
 LINE_EVERY_S = 5.0
 
 
-class _Lines:
-    """tqdm's small surface used here (n, total, update, refresh, set_postfix_str, close) as periodic lines."""
+def progress_bar(total=None, desc: str = "", unit: str = "it", enabled: bool = True, stream=None,
+                 every_s: float = LINE_EVERY_S):
+    """A tqdm bar on a terminal, periodic lines elsewhere, nothing when ``enabled`` is false."""
+    stream = sys.stderr if stream is None else stream
+    if enabled and stream.isatty():
+        from tqdm import tqdm
 
-    def __init__(self, total, desc: str, unit: str, stream, every_s: float):
-        self.total, self.n, self.desc, self.unit = total, 0, desc, unit
-        self._stream, self._every_s, self._postfix = stream, every_s, ""
-        self._last = time.monotonic()  # wall-clock ok: paces output only
-        self._closed = False
+        return tqdm(total=total, desc=desc, unit=unit, leave=False, file=stream)
+    bar = _TqdmSurface(Progress(desc, total, unit, stream, every_s))
+    if not enabled:
+        bar.close()
+    return bar
+
+
+class _TqdmSurface:
+    """tqdm's small surface used by callers of ``progress_bar`` (n, total, update, refresh, set_postfix_str,
+    close), printed as ``Progress``'s plain lines."""
+
+    def __init__(self, lines: Progress):
+        self._lines, self.n, self.total, self._postfix = lines, 0, lines.total, ""
 
     def update(self, k: int = 1) -> None:
         self.n += k
@@ -31,37 +43,16 @@ class _Lines:
         self.refresh()
 
     def refresh(self) -> None:
-        now = time.monotonic()  # wall-clock ok
-        if self._closed or now - self._last < self._every_s:
-            return
-        self._last = now
-        of = f"/{self.total}" if self.total is not None else ""
-        tail = f" ({self._postfix})" if self._postfix else ""
-        print(f"{self.desc}: {self.n}{of} {self.unit}{tail}", file=self._stream, flush=True)
+        self._lines.update(self.n, self.total, self._postfix)
 
     def close(self) -> None:
-        self._closed = True
+        self._lines.close()
 
 
-def progress_bar(total=None, desc: str = "", unit: str = "it", enabled: bool = True, stream=None,
-                 every_s: float = LINE_EVERY_S):
-    """A tqdm bar on a terminal, periodic lines elsewhere, nothing when ``enabled`` is false."""
-    stream = sys.stderr if stream is None else stream
-    if enabled and stream.isatty():
-        from tqdm import tqdm
-
-        return tqdm(total=total, desc=desc, unit=unit, leave=False, file=stream)
-    bar = _Lines(total, desc, unit, stream, every_s)
-    if not enabled:
-        bar.close()
-    return bar
-
-
-
-
-# ``progress(label, total, unit)``: an ``update(done, total=None, note="")``/``close()`` reporter, with an
-# optional background ticker for stages that run long without an update (bench).
 class Progress:
+    """An ``update(done, total=None, note="")``/``close()`` reporter: a tqdm bar on a terminal, else a line every
+    ``every_s``; with ``ticker`` a background thread keeps printing through long stages without an update."""
+
     def __init__(self, label: str, total: int | None, unit: str, stream=None, every_s: float = LINE_EVERY_S,
                  clock=time.monotonic, ticker: bool = False):
         self.label, self.total, self.unit = label, total, unit
@@ -83,6 +74,7 @@ class Progress:
     def _tick(self) -> None:
         while not self._stop.wait(self.every_s):
             self._maybe_line()
+
     def update(self, done: int, total: int | None = None, note: str = "") -> None:
         self.done, self.note = done, note
         if total is not None:

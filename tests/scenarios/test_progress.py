@@ -19,7 +19,8 @@ def test_not_a_terminal_prints_periodic_lines():
     bar.close()
     bar.update(1)  # closed: silent
     assert out.getvalue().splitlines() == [
-        "gate: 0/3 run (basic seed 1)", "gate: 1/3 run (basic seed 1)", "gate: 3/3 run (basic seed 1)"]
+        "gate: 0/3 run (0%) after 0 s, basic seed 1", "gate: 1/3 run (33%) after 0 s, basic seed 1",
+        "gate: 3/3 run (100%) after 0 s, basic seed 1"]
 
 
 def test_quiet_within_the_interval_and_when_disabled():
