@@ -16,6 +16,7 @@ from .config import MessageStoreConfig
 from .java_numbers import java_parse_long
 from .put_status import PutMessageResult, PutMessageStatus
 from .topic_config import TIMER_TOPIC
+from .topics import RETRY_GROUP_TOPIC_PREFIX
 
 _TIMER_PROPERTIES = (codec.PROPERTY_TIMER_DELIVER_MS, codec.PROPERTY_TIMER_DELAY_SEC, codec.PROPERTY_TIMER_DELAY_MS)
 _LONG_MIN, _LONG_RANGE = -(1 << 63), 1 << 64
@@ -71,6 +72,22 @@ def round_to_precision(deliver_ms: int, precision_ms: int) -> int:
     if deliver_ms % precision_ms == 0:
         return deliver_ms - precision_ms
     return deliver_ms // precision_ms * precision_ms
+
+
+MAX_TOPIC_BYTES = 255  # HookUtils.MAX_TOPIC_LENGTH: a file name's limit on Linux
+MAX_PLAIN_TOPIC_BYTES = 127  # Byte.MAX_VALUE: only %RETRY% topics may be longer (in a V2 record)
+
+
+def check_before_put_message(msg: codec.MessageExt) -> PutMessageResult | None:
+    """5.x ``HookUtils.checkBeforePutMessage``, the broker's first put hook (its topic-length part; the shutdown
+    and writeable checks are the store's own): a topic longer than 127 bytes is MESSAGE_ILLEGAL unless it is a
+    ``%RETRY%`` topic, and no topic may exceed 255 bytes."""
+    topic_len = len(msg.topic.encode("utf-8", "replace"))
+    if topic_len > MAX_TOPIC_BYTES:
+        return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
+    if topic_len > MAX_PLAIN_TOPIC_BYTES and not msg.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+        return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
+    return None
 
 
 class ScheduleMessageHook:

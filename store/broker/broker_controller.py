@@ -26,7 +26,7 @@ from ..config import BrokerConfig, MessageStoreConfig
 from ..consumer_offset import ConsumerOffsetManager
 from ..disk import Disk
 from ..faults import NO_FAULTS, FaultInjector
-from ..hook_utils import ScheduleMessageHook
+from ..hook_utils import ScheduleMessageHook, check_before_put_message
 from ..log import StoreLog, as_log
 from ..message_store import DefaultMessageStore
 from ..schedule_message_service import ScheduleMessageService
@@ -114,6 +114,8 @@ class BrokerController:
                                                          log=log.named("TimerMessageStore"))
             self.timer_message_store.mono_now = lambda: self.pull_processor.now_mono_ms
         max_level = self.schedule_message_service.max_delay_level
+        if not era4:  # 5.x registers checkBeforePutMessage before the schedule hook
+            self.message_store.put_hooks.append(check_before_put_message)
         self.message_store.put_hooks.append(ScheduleMessageHook(max_level) if era4 else ScheduleMessageHook(
             max_level, store_config=self.store_config, clock=clock, timer_message_store=self.timer_message_store))
         self.message_store.arriving_listeners.append(self._message_arriving)
@@ -221,6 +223,13 @@ class BrokerController:
         )
 
     def update_consumer_offset_oneway(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        """UPDATE_CONSUMER_OFFSET (one-way: the answer is dropped). 5.x answers SUBSCRIPTION_GROUP_NOT_EXIST or
+        TOPIC_NOT_EXIST and commits nothing for a group or topic the broker does not have (no auto-create
+        here); 4.9.8 commits anything."""
+        if not self.store_config.is_era_4 and not (
+                self.subscription_group_manager.contains_subscription_group(group)
+                and self.topic_config_manager.contains_topic(topic)):
+            return
         self.consumer_offset_manager.commit_offset("127.0.0.1", group, topic, queue_id, offset)
 
     def query_consumer_offset(self, group: str, topic: str, queue_id: int) -> int:

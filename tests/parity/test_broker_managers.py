@@ -237,9 +237,6 @@ def test_normal_add_key_on_creating():
 
 
 # --- HookUtilsTest (5.3.3) ---------------------------------------------------------------------------------
-@pytest.mark.xfail(strict=True, reason="finding (not in #13): 5.3.3 HookUtils.checkBeforePutMessage (the broker's "
-                   "first put hook) refuses a non-retry topic longer than 127 bytes with MESSAGE_ILLEGAL; the "
-                   "5.3.3 store here accepts it and writes a V2 record")
 def test_check_before_put_message():
     """Mirrors HookUtilsTest.testCheckBeforePutMessage (rocketmq-all-5.3.3): topics up to 127 bytes pass; longer
     ones only as %RETRY% topics and only up to 255 bytes. (Its null-body case has no Python counterpart.)"""
@@ -258,13 +255,6 @@ def test_check_before_put_message():
 
 
 # --- ConsumerManageProcessorTest (5.3.3) -------------------------------------------------------------------
-FINDING_UPDATE_OFFSET = ("finding (not in #13): 5.3.3 ConsumerManageProcessor.updateConsumerOffset answers "
-                         "SUBSCRIPTION_GROUP_NOT_EXIST / TOPIC_NOT_EXIST and commits nothing for an unknown group "
-                         "(containsSubscriptionGroup, no auto-create) or topic; 4.9.8 commits anything; here both "
-                         "eras commit")
-
-
-@pytest.mark.xfail(strict=True, reason=FINDING_UPDATE_OFFSET)
 def test_update_consumer_offset_invalid_topic():
     """Mirrors ConsumerManageProcessorTest.testUpdateConsumerOffset_InvalidTopic (rocketmq-all-5.3.3): the
     (one-way) update for a topic the broker does not have is refused, so nothing is committed."""
@@ -274,7 +264,6 @@ def test_update_consumer_offset_invalid_topic():
     assert h.broker.consumer_offset_manager.query_offset(GROUP, "InvalidTopic", 0) == -1
 
 
-@pytest.mark.xfail(strict=True, reason=FINDING_UPDATE_OFFSET)
 def test_update_consumer_offset_group_not_exist():
     """Mirrors ConsumerManageProcessorTest.testUpdateConsumerOffset_GroupNotExist (rocketmq-all-5.3.3)."""
     h = _harness("5.3.3")

@@ -172,8 +172,11 @@ def test_remote_read_offset_with_exception_5_3_3():
 
 def test_remote_read_offset_success():
     """Mirrors RemoteBrokerOffsetStoreTest.testReadOffset_Success (rocketmq-all-4.9.8, rocketmq-all-5.3.3),
-    against the real broker's offset manager instead of a mocked API."""
+    against the real broker's offset manager instead of a mocked API (which, at 5.3.3, commits only for a group
+    and a topic it has)."""
     h = BrokerHarness()
+    h.broker.topic_config_manager.create_topic_in_send_message_method(TOPIC, "TBW102", 4)
+    h.broker.heart_beat("127.0.0.1@c1", GROUP, "CLUSTERING", [TOPIC])
     store = remote_store(h.broker)
     queue = MessageQueue(TOPIC, h.broker.broker_name, 3)
     store.update_offset(queue, 1024, False)
