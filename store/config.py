@@ -36,6 +36,11 @@ class MessageStoreConfig:
     access_message_in_memory_max_ratio: int = 40
     total_physical_memory_bytes: int = 24 * 1024 * 1024 * 1024
     reput_interval_ms: int = 1
+
+    @property
+    def consume_queue_file_size(self) -> int:
+        """getMappedFileSizeConsumeQueue: the configured size rounded up to whole 20-byte units (4096 -> 4100)."""
+        return -(-self.mapped_file_size_consume_queue // 20) * 20
     # Delay levels (ScheduleMessageService).
     message_delay_level: str = DEFAULT_DELAY_LEVELS
     flush_delay_offset_interval_ms: int = 10_000

@@ -120,10 +120,18 @@ class MappedFileQueue:
     def find_mapped_file_by_offset(self, offset: int) -> MappedFile | None:
         if not self.mapped_files:
             return None
+        size = self.mapped_file_size
         first = self.mapped_files[0].file_from_offset
-        index = offset // self.mapped_file_size - first // self.mapped_file_size
+        index = offset // size - first // size
         if 0 <= index < len(self.mapped_files):
-            return self.mapped_files[index]
+            target = self.mapped_files[index]
+            if target.file_from_offset <= offset < target.file_from_offset + size:
+                return target
+        if first <= offset < self.mapped_files[-1].file_from_offset + size:
+            # the index names the wrong file (a gap or disorder in the list): Java falls back to a scan
+            for mf in self.mapped_files:
+                if mf.file_from_offset <= offset < mf.file_from_offset + size:
+                    return mf
         return None
 
     def get_min_offset(self) -> int:

@@ -135,7 +135,7 @@ class DefaultMessageStore:
                 cq.load()
 
     def _new_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
-        cq = ConsumeQueue(self.disk, topic, queue_id, self.config.mapped_file_size_consume_queue, log=self.log)
+        cq = ConsumeQueue(self.disk, topic, queue_id, self.config.consume_queue_file_size, log=self.log)
         self.consume_queue_table.setdefault(topic, {})[queue_id] = cq
         return cq
 
@@ -328,7 +328,12 @@ class DefaultMessageStore:
         return None if raw is None else codec.decode_message(raw, 0)
 
     def get_message_store_timestamp(self, topic: str, queue_id: int, cq_offset: int) -> int:
-        msg = self.look_message_by_offset(self.get_commit_log_offset_in_queue(topic, queue_id, cq_offset))
+        """-1 when the queue has no unit at ``cq_offset`` (getStoreTime of a null buffer), at both tags."""
+        cq = self.get_consume_queue(topic, queue_id)
+        unit = cq.get_unit(cq_offset) if cq is not None else None
+        if unit is None:
+            return -1
+        msg = self.look_message_by_offset(unit[0])
         return msg.store_timestamp if msg else -1
 
     def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp_ms: int) -> int:

@@ -71,16 +71,6 @@ def verify_master_is_functional(store: DefaultMessageStore, total: int) -> None:
 
 
 # --- DefaultMessageStoreTest -------------------------------------------------------------------------------
-FINDING_CQ_FILE_SIZE = ("finding (not in #13): Java's MessageStoreConfig.getMappedFileSizeConsumeQueue rounds the "
-                       "configured size up to a multiple of 20 (4096 -> 4100); store/consume_queue.py raises "
-                       "ValueError when the first consume queue is created")
-FINDING_STORE_TIME = ("finding (not in #13): DefaultMessageStore.getMessageStoreTimeStamp answers -1 when the queue "
-                      "has no unit at the offset; get_message_store_timestamp reads commit-log offset 0 instead "
-                      "(get_commit_log_offset_in_queue answers 0 for a missing unit) and returns the first "
-                      "message's store time")
-
-
-@pytest.mark.xfail(strict=True, raises=ValueError, reason=FINDING_CQ_FILE_SIZE)
 @pytest.mark.parametrize("tag", ["rocketmq-all-4.9.8", "rocketmq-all-5.3.3"])
 def test_repeat_restart(tag):
     """Mirrors DefaultMessageStoreTest.test_repeat_restart (rocketmq-all-4.9.8, rocketmq-all-5.3.3)."""
@@ -172,7 +162,6 @@ def test_get_offset_in_queue_by_time_consume_queue_not_found1():
     assert store.get_offset_in_queue_by_time("FooBar", 1, results[0].store_timestamp) == 0
 
 
-@pytest.mark.xfail(strict=True, reason=FINDING_STORE_TIME)
 def test_get_offset_in_queue_by_time_consume_queue_not_found2():
     """Mirrors DefaultMessageStoreTest.testGetOffsetInQueueByTime_ConsumeQueueNotFound2 (rocketmq-all-4.9.8,
     5.3.3): the store time of offset 0 in a queue without messages is -1."""
@@ -182,7 +171,6 @@ def test_get_offset_in_queue_by_time_consume_queue_not_found2():
     assert store.get_message_store_timestamp("FooBar", 1, 0) == -1
 
 
-@pytest.mark.xfail(strict=True, reason=FINDING_STORE_TIME)
 def test_get_offset_in_queue_by_time_consume_queue_offset_not_exist():
     """Mirrors DefaultMessageStoreTest.testGetOffsetInQueueByTime_ConsumeQueueOffsetNotExist (rocketmq-all-4.9.8,
     5.3.3): offset -1 of a queue without messages has store time -1."""
@@ -416,9 +404,6 @@ def test_append_message():
         assert mfq.flushed_where == 1024 * n
 
 
-@pytest.mark.xfail(strict=True, reason="finding (not in #13): MappedFileQueue.findMappedFileByOffset falls back to "
-                   "a scan of every file when the computed index names the wrong file (a gap or disorder in the "
-                   "list); store/mapped_file.py trusts the index")
 def test_find_mapped_file_by_iteration():
     """Mirrors MappedFileQueueTest.testFindMappedFile_ByIteration (rocketmq-all-4.9.8, rocketmq-all-5.3.3)."""
     mfq = MappedFileQueue(MemoryDisk(), "g", 1024)
