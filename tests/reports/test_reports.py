@@ -1,5 +1,5 @@
 """Reports: every plot function writes a plausible PNG, the HTML page embeds them, ``rmqsim report``
-exit codes, and the layering (matplotlib only in reports/, pyspark only in scenarios/sweep.py)."""
+exit codes, and the layering (matplotlib only in reports/, pyspark only in scenarios/sweep_spark.py)."""
 
 from __future__ import annotations
 
@@ -227,13 +227,13 @@ def test_matplotlib_only_in_reports_and_pyspark_only_in_the_sweep_module():
                 path = os.path.join(dirpath, name)
                 rel = os.path.relpath(path, ROOT)
                 text = open(path, encoding="utf-8").read()
-                if re.search(r"^\s*(import|from)\s+pyspark", text, re.M) and rel != os.path.join("scenarios", "sweep.py"):
+                if re.search(r"^\s*(import|from)\s+pyspark", text, re.M) and rel != os.path.join("scenarios", "sweep_spark.py"):
                     offenders.append(f"{rel} imports pyspark")
                 if re.search(r"^\s*(import|from)\s+matplotlib", text, re.M) and not rel.startswith("reports" + os.sep):
                     offenders.append(f"{rel} imports matplotlib")
     assert not offenders, offenders
     # and at run time: importing the CLI and the sweep module loads neither; the reports load no pyspark
-    code = ("import sys, scenarios.cli, scenarios.sweep\n"
+    code = ("import sys, scenarios.cli, scenarios.sweep, scenarios.sweep_spark\n"
             "bad = [m for m in ('pyspark', 'matplotlib') if m in sys.modules]\n"
             "import reports.report, reports.run_plots, reports.sweep_plots\n"
             "bad += ['pyspark (reports)'] if 'pyspark' in sys.modules else []\n"
