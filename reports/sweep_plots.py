@@ -1,4 +1,4 @@
-"""Plots of a sweep: violation-rate heatmap, duplicates and lateness against a parameter, time to DLQ,
+"""Plots of a sweep: the what-if plot of its ``[report]`` (a metric against one parameter), violation-rate heatmap, duplicates and lateness against a parameter, time to DLQ,
 and a comparison of RocketMQ eras. Each function returns the PNG path, or None when the sweep has
 nothing to show for that plot (the HTML page then says why)."""
 
@@ -10,11 +10,90 @@ from matplotlib import colormaps
 from matplotlib.lines import Line2D
 
 from .style import BLUE, GREY, SERIES, figure, save, time_unit
-from .sweep_data import ERA_KEY, SweepData, numeric_axis, summarize
+from .sweep_data import ERA_KEY, SweepData, metric_sentence, metric_table, numeric_axis, summarize
+from .sweep_metrics import ALL_GROUPS, METRICS
 
 
 def _short(key: str) -> str:
     return key.split(".", 1)[1] if "." in key else key
+
+
+def _x_axis(ax, data: SweepData, key: str, positions: list[float], labels: list[str], unit: str) -> None:
+    ax.set_xlabel(f"{key}{f' ({unit})' if unit else ''}")
+    positive = [p for p in positions if p > 0]
+    if not data.categorical(key) and positive and max(positive) / min(positive) > 20:
+        if min(positions) > 0:
+            ax.set_xscale("log")
+        else:
+            ax.set_xscale("symlog", linthresh=min(positive))
+    ax.set_xticks(positions, labels)
+    ax.minorticks_off()
+    ax.margins(x=0.08)
+
+
+def draw_series(ax, positions, means, los, his, *, categorical: bool, color: str, label: str,
+                offset: float = 0.0, floor: float | None = None) -> None:
+    """One series with its 95% interval: a line with a shaded band for an ordered parameter; for a
+    categorical one, points with error bars, shifted by ``offset`` so that groups stand side by side and
+    never joined by a line."""
+    if floor is not None:
+        los = [max(floor, v) if not math.isnan(v) else v for v in los]
+    if categorical:
+        xs = [p + offset for p in positions]
+        err = [[0 if math.isnan(m) else max(0.0, m - lo) for m, lo in zip(means, los, strict=True)],
+               [0 if math.isnan(m) else max(0.0, hi - m) for m, hi in zip(means, his, strict=True)]]
+        ax.errorbar(xs, means, yerr=err, fmt="o", linestyle="none", color=color, label=label, capsize=4,
+                    markersize=6, elinewidth=1.4)
+    else:
+        ax.plot(positions, means, marker="o", color=color, label=label, linewidth=1.8)
+        ax.fill_between(positions, los, his, color=color, alpha=0.18, linewidth=0)
+
+
+def plot_metric(ax, data: SweepData, metric: str, by: str) -> str:
+    """The what-if plot: ``metric`` against the parameter ``by``, one series per consumer group (per-group
+    metrics), with the 95% interval (Wilson for rates; normal over the seed replicates for means). Draws on
+    ``ax`` and returns the generated sentence that states the result."""
+    m = METRICS[metric]
+    table = metric_table(data, metric, by)
+    sentence = metric_sentence(data, table, metric, by)
+    xs = data.values(by)
+    pos, unit = numeric_axis(xs)
+    categorical = data.categorical(by)
+    positions = list(range(len(xs))) if categorical or pos is None else pos
+    groups = list(dict.fromkeys(table["group"])) if not table.empty else []
+    width = 0.5 / max(len(groups), 1)
+    for i, group in enumerate(groups):
+        sub = table[table["group"] == group]
+        order = [sub[sub["value"] == x] for x in xs]
+        means = [r.iloc[0]["estimate"] if not r.empty and r.iloc[0]["estimate"] is not None else math.nan
+                 for r in order]
+        los = [r.iloc[0]["lo"] if not r.empty and r.iloc[0]["lo"] is not None else math.nan for r in order]
+        his = [r.iloc[0]["hi"] if not r.empty and r.iloc[0]["hi"] is not None else math.nan for r in order]
+        label = "all runs" if group == ALL_GROUPS else f"group {group}"
+        draw_series(ax, positions, [float(v) for v in means], [float(v) for v in los], [float(v) for v in his],
+                    categorical=categorical, color=SERIES[i % len(SERIES)], label=label,
+                    offset=(i - (len(groups) - 1) / 2) * width if categorical else 0.0,
+                    floor=0.0 if m.kind == "rate" or metric != "p99_lateness_ms" else None)
+    _x_axis(ax, data, by, positions, xs, unit)
+    ax.set_ylabel(f"{metric} ({m.unit})")
+    if m.kind == "rate":
+        ax.set_ylim(bottom=0)
+    band = "Wilson 95% interval" if m.kind == "rate" else "95% interval of the mean over seeds"
+    ax.set_title(f"{metric} against {by} ({'points' if categorical else 'line'}: estimate; "
+                 f"{'bars' if categorical else 'band'}: {band})", loc="left")
+    if groups:
+        ax.legend(loc="best", frameon=False)
+    return sentence
+
+
+def plot_whatif(data: SweepData, path: str) -> tuple[str | None, str]:
+    """The page's first plot (the sweep's ``[report]``): (PNG path or None, the sentence)."""
+    report = data.meta.get("report") or {}
+    if not report or data.ok.empty:
+        return None, ""
+    fig = figure(10, 4.6)
+    sentence = plot_metric(fig.add_subplot(), data, report["metric"], report["by"])
+    return save(fig, path), sentence
 
 
 def heatmap_layout(data: SweepData) -> tuple[str | None, str | None, str | None]:
@@ -115,10 +194,12 @@ def plot_curves(data: SweepData, path: str) -> str | None:
     for row, key in enumerate(keys):
         xs = data.values(key)
         pos, unit = numeric_axis(xs)
-        positions = pos if pos is not None else list(range(len(xs)))
         hue = _hue_key(data, key)
         hues = data.values(hue) if hue else [None]
         table = summarize(data, [key] + ([hue] if hue else []))
+        categorical = data.categorical(key)
+        positions = list(range(len(xs))) if categorical or pos is None else pos
+        width = 0.5 / max(len(hues), 1)
         for col, (metric, label) in enumerate((("duplicates", "duplicates per run"),
                                                ("lateness_p99_ms", "delivery lateness p99 per run (ms)"))):
             ax = axes[row][col]
@@ -130,22 +211,11 @@ def plot_curves(data: SweepData, path: str) -> str | None:
                 los = [r.iloc[0][f"{metric}_lo"] if not r.empty else math.nan for r in order]
                 his = [r.iloc[0][f"{metric}_hi"] if not r.empty else math.nan for r in order]
                 name = f"{hue} = {hv}" if hue else "mean"
-                ax.plot(positions, means, marker="o", color=color, label=name, linewidth=1.8)
-                if metric == "duplicates":
-                    los = [max(0.0, v) if not math.isnan(v) else v for v in los]
-                ax.fill_between(positions, los, his, color=color, alpha=0.18, linewidth=0)
+                draw_series(ax, positions, means, los, his, categorical=categorical, color=color, label=name,
+                            offset=(i - (len(hues) - 1) / 2) * width, floor=0.0 if metric == "duplicates" else None)
                 handles.setdefault(name, Line2D([], [], color=color, marker="o", label=name))
             ax.set_ylabel(label)
-            ax.set_xlabel(f"{key}{f' ({unit})' if unit else ''}")
-            positive = [p for p in positions if p > 0]
-            if pos is not None and positive and max(positive) / min(positive) > 20:
-                if min(positions) > 0:
-                    ax.set_xscale("log")
-                else:
-                    ax.set_xscale("symlog", linthresh=min(positive))
-            ax.set_xticks(positions, xs)
-            ax.minorticks_off()
-            ax.margins(x=0.08)
+            _x_axis(ax, data, key, positions, xs, unit)
             ax.set_ylim(bottom=0 if metric == "duplicates" else None)
     handles["band"] = Line2D([], [], color=GREY, linewidth=8, alpha=0.3, label="95% confidence band of the mean")
     fig.legend(handles=list(handles.values()), loc="outside lower center", ncol=min(4, len(handles)), frameon=False)
