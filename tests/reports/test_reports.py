@@ -118,7 +118,7 @@ def synthetic_sweep(out: str, checked: bool = True, dlq: bool = True) -> str:
         bug = params["mutant"] != "none" and params["broker.era"] == "5.3.3"
         holds = not (bug and rng.random() < 0.7)
         row = {"cell": sw.cell_key(spec.keys, params), "cell_id": sw.cell_id(sw.cell_key(spec.keys, params)),
-               "seed": seed, **{spec.columns[k]: sw.format_value(v) for k, v in params.items()},
+               "seed": seed, **spec.typed_params(params),
                "era": params["broker.era"], "mutants": "", "error": None, "checked": checked,
                "holds": holds if checked else None, "violated": [] if holds or not checked else ["no_loss"],
                "sent": 600, "consumed": 600, "duplicates": rng.randint(0, 3 * interval),
@@ -128,7 +128,7 @@ def synthetic_sweep(out: str, checked: bool = True, dlq: bool = True) -> str:
                "wall_s": 0.2, "repro": f"rmqsim run x.toml --seed {seed}"}
         rows.append(row)
     rows[3]["error"] = "RuntimeError: boom (at x.py:1 in f)"
-    sw.write_part(out, sw.rows_to_table(rows, [spec.columns[k] for k in spec.keys]))
+    sw.write_part(out, sw.rows_to_table(rows, spec.column_types))
     with open(os.path.join(out, "sweep.json"), "w") as f:
         json.dump({**spec.metadata(), "complete": True, "last_invocation": {"master": "local[2]"}}, f)
     return out
@@ -240,3 +240,110 @@ def test_matplotlib_only_in_reports_and_pyspark_only_in_the_sweep_module():
             "print(','.join(bad))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
     assert out.strip() == ""
+
+
+# --- what-if reports: [report] metric against a swept key ------------------------------------------------
+
+
+def whatif_sweep(out: str, by_values: str, report: str, rows_of) -> str:
+    """A sweep directory with a [report], whose rows ``rows_of(params, seed)`` the test chooses."""
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "tiny.toml"), "w") as f:
+        from scenarios.toml_out import dumps
+        f.write(dumps(DOC))
+    sweep_file = os.path.join(out, "s.toml")
+    with open(sweep_file, "w") as f:
+        f.write(f'base = "tiny.toml"\nseeds = 4\n[grid]\n{by_values}\n[report]\n{report}\n')
+    spec = sw.load_sweep_file(sweep_file)
+    rows = []
+    for params, seed in spec.points():
+        cell = sw.cell_key(spec.keys, params)
+        rows.append({"cell": cell, "cell_id": sw.cell_id(cell), "seed": seed, **spec.typed_params(params),
+                     "error": None, "checked": True, "holds": True, "violated": [], "repro": "x",
+                     **rows_of(params, seed)})
+    sw.write_part(out, sw.rows_to_table(rows, spec.column_types))
+    with open(os.path.join(out, "sweep.json"), "w") as f:
+        json.dump({**spec.metadata(), "complete": True, "last_invocation": {"master": "map"}}, f)
+    return out
+
+
+def _groups(p: float, seed: int) -> dict:
+    """GroupA dead-letters p of its 100 messages (a seed moves it by one), GroupB always 2: per group."""
+    a = round(100 * p) + (seed % 2)
+    return {"groups": [{"group": "GroupA", "expected": 100, "consumed": 100 - a, "dlq": a, "lost": 0, "pending": 0,
+                        "duplicates": seed, "attempts": 100 + 2 * a, "time_to_dlq_mean_ms": 40_000},
+                       {"group": "GroupB", "expected": 100, "consumed": 98, "dlq": 2, "lost": 0, "pending": 0,
+                        "duplicates": 0, "attempts": 104, "time_to_dlq_mean_ms": 40_000}],
+            "dlq": a + 2, "lateness_p99_ms": 100 + seed}
+
+
+def test_whatif_plot_draws_the_metric_per_group_with_wilson_bands(tmp_path):
+    from matplotlib.collections import PolyCollection
+    from matplotlib.figure import Figure
+
+    from reports.sweep_data import metric_table
+
+    out = whatif_sweep(str(tmp_path / "w"), '"consumer.fail_probability" = [0.1, 0.3, 0.5]',
+                       'metric = "dlq_rate"\nby = "consumer.fail_probability"',
+                       lambda params, seed: _groups(params["consumer.fail_probability"], seed))
+    data = load_sweep(out)
+    # the parameter is stored as a float column, not as '0.1' strings
+    import pyarrow.parquet as pq
+    part = os.path.join(out, "runs", sorted(os.listdir(os.path.join(out, "runs")))[0])
+    assert str(pq.read_schema(part).field("p_consumer_fail_probability").type) == "double"
+    assert data.types == {"consumer.fail_probability": "float"} and not data.categorical("consumer.fail_probability")
+    table = metric_table(data, "dlq_rate", "consumer.fail_probability")
+    a = table[table["group"] == "GroupA"]
+    # pooled counts per group over the 4 seeds: 0.1 -> 10+11+10+11 of 400; never summed with GroupB
+    assert list(a["k"]) == [42, 122, 202] and list(a["n"]) == [400, 400, 400]
+    assert list(table[table["group"] == "GroupB"]["k"]) == [8, 8, 8]
+    p, lo, hi = wilson(42, 400)
+    assert a.iloc[0]["estimate"] == pytest.approx(p) and a.iloc[0]["lo"] == pytest.approx(lo)
+    ax = Figure().add_subplot()
+    sentence = sweep_plots.plot_metric(ax, data, "dlq_rate", "consumer.fail_probability")
+    lines = [line for line in ax.lines if line.get_label() in ("group GroupA", "group GroupB")]
+    assert [line.get_label() for line in lines] == ["group GroupA", "group GroupB"]
+    assert list(lines[0].get_xdata()) == [0.1, 0.3, 0.5]
+    assert list(lines[0].get_ydata()) == pytest.approx([42 / 400, 122 / 400, 202 / 400])
+    assert list(lines[1].get_ydata()) == pytest.approx([0.02, 0.02, 0.02])
+    bands = [c for c in ax.collections if isinstance(c, PolyCollection)]
+    assert len(bands) == 2
+    ys = bands[0].get_paths()[0].vertices[:, 1]
+    assert min(ys) == pytest.approx(lo) and max(ys) == pytest.approx(wilson(202, 400)[2])
+    assert sentence.startswith("dlq_rate for GroupA rises from 0.10 [0.08, 0.14] at 0.1 to 0.51 [0.46, 0.55] at 0.5")
+    assert "dlq_rate for GroupB stays at 0.02" in sentence and "Wilson" in sentence
+    # the page opens with the question's plot and sentence
+    page = write_report(out)
+    html = open(page.path).read()
+    assert html.index("<b>What-if.</b>") < html.index("Base scenario") and "dlq_rate for GroupA rises" in html
+
+
+def test_whatif_categorical_parameter_is_grouped_points_and_means_have_normal_intervals(tmp_path):
+    from matplotlib.figure import Figure
+
+    def rows_of(params, seed):
+        late = {"5.3.3": 100, "4.9.8": 300}[params["broker.era"]] + 10 * seed
+        return {**_groups(0.2, seed), "lateness_p99_ms": late}
+
+    out = whatif_sweep(str(tmp_path / "c"), '"broker.era" = ["5.3.3", "4.9.8"]',
+                       'metric = "p99_lateness_ms"\nby = "broker.era"', rows_of)
+    data = load_sweep(out)
+    assert data.categorical("broker.era")
+    ax = Figure().add_subplot()
+    sentence = sweep_plots.plot_metric(ax, data, "p99_lateness_ms", "broker.era")
+    (bars,) = [c for c in ax.containers if c.get_label() == "all runs"]
+    points = bars.lines[0]
+    assert points.get_linestyle() == "None" and points.get_marker() == "o"  # points, not a joined line
+    assert list(points.get_xdata()) == [0, 1] and list(points.get_ydata()) == [125.0, 325.0]
+    assert not [c for c in ax.collections if type(c).__name__ == "PolyCollection"]  # error bars, not a band
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["5.3.3", "4.9.8"]
+    import statistics
+    half = 1.959963984540054 * statistics.stdev([110, 120, 130, 140]) / 2
+    (segment, _) = bars.lines[2][0].get_segments()  # the first value's error bar spans its interval
+    assert segment[0][1] == pytest.approx(125 - half) and segment[1][1] == pytest.approx(125 + half)
+    assert sentence.startswith(f"p99_lateness_ms is 125 [{125 - half:.0f}, {125 + half:.0f}] at broker.era = 5.3.3")
+    # per-group categorical metric: the two groups stand side by side, never on the same x
+    ax = Figure().add_subplot()
+    sweep_plots.plot_metric(ax, data, "duplicates_per_message", "broker.era")
+    xs = {c.get_label(): list(c.lines[0].get_xdata()) for c in ax.containers if c.get_label().startswith("group")}
+    assert set(xs) == {"group GroupA", "group GroupB"} and xs["group GroupA"][0] < xs["group GroupB"][0] < 1
