@@ -134,20 +134,61 @@ def synthetic_sweep(out: str, checked: bool = True, dlq: bool = True) -> str:
     return out
 
 
-def test_sweep_plots_write_plausible_pngs(tmp_path):
+def test_sweep_plots_draw_what_the_rows_say(tmp_path):
+    from matplotlib.figure import Figure
+
     data = load_sweep(synthetic_sweep(str(tmp_path / "sweep")))
     assert len(data.runs) == 3 * 2 * 2 * 6 and data.checked
     assert sweep_plots.heatmap_layout(data) == ("broker.flush_delay_offset_interval", "mutant", "broker.era")
-    for name in ("heatmap", "curves", "time_to_dlq", "eras"):
-        path = getattr(sweep_plots, f"plot_{name}")(data, str(tmp_path / f"{name}.png"))
-        assert path is not None, name
-        assert_plausible_png(path)
     # the summaries behind the plots: Wilson intervals and per-cell counts
     table = summarize(data, ["broker.era", "mutant"])
     row = table[(table["broker.era"] == "4.9.8") & (table["mutant"] == "none")].iloc[0]
     assert row["violations"] == 0 and row["checked"] == 18 and row["rate_hi"] == pytest.approx(wilson(0, 18)[2])
     p, lo, hi = wilson(2, 4)
     assert (p, round(lo, 6), round(hi, 6)) == (0.5, 0.150039, 0.849961)
+    # heatmap panel: the image holds each cell's rate (the bug only bites in 5.3.3 with the mutant)
+    xk, yk, fk = sweep_plots.heatmap_layout(data)
+    cells = summarize(data, [xk, yk, fk])
+    ax = Figure().add_subplot()
+    image = sweep_plots.draw_heatmap(ax, data, cells, xk, yk, fk, "4.9.8")
+    assert image.get_array().tolist() == [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]
+    ax = Figure().add_subplot()
+    image = sweep_plots.draw_heatmap(ax, data, cells, xk, yk, fk, "5.3.3")
+    grid = image.get_array().tolist()
+    assert grid[0] == [0.0, 0.0, 0.0] and all(v > 0 for v in grid[1])
+    # curves: an ordered duration axis (a line and a band per era) at the means of the rows
+    ax = Figure().add_subplot()
+    sweep_plots.draw_curve(ax, data, xk, "duplicates", "duplicates per run")
+    by_era = {line.get_label(): line for line in ax.lines}
+    assert set(by_era) == {"broker.era = 5.3.3", "broker.era = 4.9.8"}
+    assert list(by_era["broker.era = 4.9.8"].get_xdata()) == [1.0, 10.0, 30.0]
+    means = summarize(data, [xk, "broker.era"])
+    expected = [means[(means[xk] == v) & (means["broker.era"] == "4.9.8")].iloc[0]["duplicates_mean"]
+                for v in ("1s", "10s", "30s")]
+    assert list(by_era["broker.era = 4.9.8"].get_ydata()) == pytest.approx(expected)
+    from matplotlib.collections import PolyCollection
+    assert len([c for c in ax.collections if isinstance(c, PolyCollection)]) == 2
+    # the mutant axis is categorical: grouped points, no line joins them
+    ax = Figure().add_subplot()
+    sweep_plots.draw_curve(ax, data, "mutant", "duplicates", "duplicates per run")
+    assert all(c.lines[0].get_linestyle() == "None" for c in ax.containers) and len(ax.containers) == 2
+    xs = sorted(x for c in ax.containers for x in c.lines[0].get_xdata())
+    assert len(xs) == 4 and xs[0] < xs[1] < 0.5 < xs[2] < xs[3]  # two eras side by side at each mutant value
+    # time to DLQ: every DLQ time of the finished rows is in the histograms
+    ax = Figure().add_subplot()
+    assert sweep_plots.draw_time_to_dlq(ax, data)
+    counted = sum(sum(p.get_path().vertices[:, 1]) for p in ax.patches) / 2  # a step outline visits each bin twice
+    assert counted == pytest.approx(sum(len(a) for a in data.ok["time_to_dlq_ms"]))
+    # eras: bar heights are the per-(era, interval) violation rates
+    ax = Figure().add_subplot()
+    sweep_plots.draw_eras(ax, data, "rate", "violation rate")
+    heights = [bar.get_height() for bar in ax.patches]
+    assert len(heights) == 2 * 3 and max(heights[:3]) > 0 and heights[3:] == [0.0, 0.0, 0.0]
+    # and the PNG wrappers still write a picture of each
+    for name in ("heatmap", "curves", "time_to_dlq", "eras"):
+        path = getattr(sweep_plots, f"plot_{name}")(data, str(tmp_path / f"{name}.png"))
+        assert path is not None, name
+        assert_plausible_png(path)
 
 
 def test_sweep_plots_say_nothing_when_there_is_nothing_to_show(tmp_path):
@@ -335,7 +376,8 @@ def test_whatif_categorical_parameter_is_grouped_points_and_means_have_normal_in
     points = bars.lines[0]
     assert points.get_linestyle() == "None" and points.get_marker() == "o"  # points, not a joined line
     assert list(points.get_xdata()) == [0, 1] and list(points.get_ydata()) == [125.0, 325.0]
-    assert not [c for c in ax.collections if type(c).__name__ == "PolyCollection"]  # error bars, not a band
+    from matplotlib.collections import PolyCollection
+    assert not [c for c in ax.collections if isinstance(c, PolyCollection)]  # error bars, not a band
     assert [t.get_text() for t in ax.get_xticklabels()] == ["5.3.3", "4.9.8"]
     import statistics
     half = 1.959963984540054 * statistics.stdev([110, 120, 130, 140]) / 2
