@@ -93,9 +93,10 @@ def _check_dir(out_dir: str, spec: SweepSpec) -> None:
     if old.get("fingerprint") not in (None, spec.fingerprint()):
         raise SweepError(f"{out_dir}: holds rows of a different sweep (other base scenario, fixed overrides or "
                          f"parameter keys: '{old.get('source')}'); use another --out DIR")
-    if old.get("types") not in (None, spec.types):
-        raise SweepError(f"{out_dir}: holds rows whose parameter columns have other types ({old.get('types')}); "
-                         f"use another --out DIR")
+    old_types = old.get("types") or {k: "str" for k in spec.keys}  # rows written before typed columns
+    if old_types != spec.types and os.path.isdir(os.path.join(out_dir, "runs")):
+        raise SweepError(f"{out_dir}: holds rows whose parameter columns have other types ({old_types}, now "
+                         f"{spec.types}); use another --out DIR")
 
 
 def execute_map(tasks: list[dict], *, check=None, on_rows=None, progress: bool = True,

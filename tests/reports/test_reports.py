@@ -338,6 +338,8 @@ def test_whatif_plot_draws_the_metric_per_group_with_wilson_bands(tmp_path):
     # pooled counts per group over the 4 seeds: 0.1 -> 10+11+10+11 of 400; never summed with GroupB
     assert list(a["k"]) == [42, 122, 202] and list(a["n"]) == [400, 400, 400]
     assert list(table[table["group"] == "GroupB"]["k"]) == [8, 8, 8]
+    runs = metric_table(data, "violation_rate", "consumer.fail_probability")  # a run-level rate: all runs
+    assert list(runs["group"]) == ["(all)"] * 3 and list(runs["k"]) == [0, 0, 0] and list(runs["n"]) == [4, 4, 4]
     p, lo, hi = wilson(42, 400)
     assert a.iloc[0]["estimate"] == pytest.approx(p) and a.iloc[0]["lo"] == pytest.approx(lo)
     ax = Figure().add_subplot()

@@ -324,6 +324,18 @@ def test_resume_computes_only_the_missing_rows(tmp_path):
         sw.run_sweep(sw.load_sweep_file(other), out, executor="map", progress=False)
 
 
+def test_rows_with_untyped_parameter_columns_are_not_mixed_with_typed_ones(tmp_path):
+    path = write_sweep(tmp_path, 'base = "tiny.toml"\nseeds = 1\n[grid]\n"consumer.fail_probability" = [0.0, 0.5]\n')
+    out = str(tmp_path / "out")
+    sw.run_sweep(sw.load_sweep_file(path), out, executor="map", progress=False, check=lambda h, w: {})
+    meta_path = os.path.join(out, "sweep.json")
+    meta = json.load(open(meta_path))
+    del meta["types"]  # as a sweep written before parameters kept their types ('0.5' strings)
+    json.dump(meta, open(meta_path, "w"))
+    with pytest.raises(sw.SweepError, match="other types"):
+        sw.run_sweep(sw.load_sweep_file(path), out, executor="map", progress=False)
+
+
 def test_a_run_that_raises_is_an_error_row_not_a_failed_sweep(tmp_path):
     def flaky(history, world):
         if world.seed == 2:
