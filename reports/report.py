@@ -207,7 +207,8 @@ def sweep_sections(sweep_dir: str, plot_dir: str, level: int = 2, prefix: str = 
     head.text(f"Base scenario <code>{esc(meta.get('base'))}</code>{' with ' + esc(fixed) if fixed else ''}; "
               f"parameters: {grid}; {esc(mode)}. {len(runs)} runs, <span class=\"{'bad' if n_viol else 'ok'}\">"
               f"{n_viol} with an invariant violated</span> (of {len(checked)} checked), {n_err} that raised an error. "
-              f"Computed on <code>{esc(last.get('master', '?'))}</code>.")
+              + ("Computed with the map executor." if last.get("master") == "map"
+                 else f"Computed on <code>{esc(last.get('master', '?'))}</code>."))
     if data.cells is not None and len(data.cells):
         rows = []
         cols = [data.column(k) for k in data.keys]
@@ -220,7 +221,7 @@ def sweep_sections(sweep_dir: str, plot_dir: str, level: int = 2, prefix: str = 
                               and not (isinstance(c.get("time_to_dlq_p50_ms"), float) and math.isnan(c["time_to_dlq_p50_ms"]))
                               else None), int(c["errors"])])
         k = len(cols)
-        head.text("<b>Cells</b> (aggregated by Spark into <code>cells.parquet</code>): violation rate with its Wilson "
+        head.text("<b>Cells</b> (aggregated into <code>cells.parquet</code>): violation rate with its Wilson "
                   "95% interval, and means per run.")
         head.body.append(table([*data.keys, "runs", "violation rate [95% CI]", "duplicates", "lateness p99 (ms)",
                                 "DLQ copies per run (all groups)", "time to DLQ p50 (s)", "errors"], rows,
@@ -334,7 +335,7 @@ def write_report(dir_path: str, out: str | None = None) -> Page:
         kind = "sweep"
         sections, violated = sweep_sections(dir_path, plot_dir)
         title = f"rmqsim sweep: {sections[0].title[6:]}"
-        lead = "Many seeded runs over a parameter grid, run as Spark tasks and aggregated per cell."
+        lead = "Many seeded runs over a parameter grid, one task each (on Spark or the map executor), aggregated per cell."
     elif is_check_dir(dir_path):
         kind = "check"
         sections, violated = check_sections(dir_path)
