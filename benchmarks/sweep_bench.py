@@ -19,6 +19,7 @@ import tempfile
 import time
 
 from scenarios import sweep as sw
+from scenarios import sweep_spark
 
 SMALL = """
 name = "bench-small"
@@ -89,9 +90,9 @@ def main(argv=None) -> int:
     load_before = os.getloadavg()
 
     t0 = time.perf_counter()  # wall-clock ok: benchmark
-    spark = sw.spark_session(args.master, app_name="rmqsim-sweep-bench")
+    spark = sweep_spark.spark_session(args.master, app_name="rmqsim-sweep-bench")
     cores = spark.sparkContext.defaultParallelism
-    sw.execute(spark, tasks[: 2 * cores], progress=False)  # start the Python workers (counted in the start time)
+    sweep_spark.execute(spark, tasks[: 2 * cores], progress=False)  # start the Python workers (counted in the start time)
     startup_s = time.perf_counter() - t0  # wall-clock ok
 
     serial_rows, rows = [], []
@@ -104,12 +105,12 @@ def main(argv=None) -> int:
         serial_s += time.perf_counter() - t  # wall-clock ok
         serial_cpu += tree_cpu_s() - c
         t, c = time.perf_counter(), tree_cpu_s()  # wall-clock ok
-        rows += sw.execute(spark, chunk, progress=sys.stderr.isatty(),
-                           on_rows=lambda r: sw.write_part(out, sw.rows_to_table(r, list(spec.columns.values()))))
+        rows += sweep_spark.execute(spark, chunk, progress=sys.stderr.isatty(),
+                           on_rows=lambda r: sw.write_part(out, sw.rows_to_table(r, spec.column_types)))
         spark_exec_s += time.perf_counter() - t  # wall-clock ok
         spark_cpu += tree_cpu_s() - c
     t2 = time.perf_counter()  # wall-clock ok
-    cells, _ = sw.aggregate(spark, sw.read_rows(out), spec)
+    cells, _ = sw.aggregate(sw.read_rows(out), spec)
     aggregate_s = time.perf_counter() - t2  # wall-clock ok
     master = spark.sparkContext.master
     spark.stop()

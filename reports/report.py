@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 
 from .html import Section, esc, page, table, verdict, write_page
-from .sweep_data import ERA_KEY, is_sweep_dir, load_sweep
+from .sweep_data import ERA_KEY, display_value, is_sweep_dir, load_sweep
 
 
 class ReportError(Exception):
@@ -161,7 +161,15 @@ def _violating_traces(head: Section, events: list[dict], summary: dict, tag: str
 
 
 def sweep_sections(sweep_dir: str, plot_dir: str, level: int = 2, prefix: str = "") -> tuple[list[Section], list[str]]:
-    from .sweep_plots import heatmap_layout, plot_curves, plot_eras, plot_heatmap, plot_time_to_dlq
+    from .sweep_metrics import METRICS
+    from .sweep_plots import (
+        heatmap_layout,
+        plot_curves,
+        plot_eras,
+        plot_heatmap,
+        plot_time_to_dlq,
+        plot_whatif,
+    )
 
     try:
         data = load_sweep(sweep_dir)
@@ -175,6 +183,20 @@ def sweep_sections(sweep_dir: str, plot_dir: str, level: int = 2, prefix: str = 
     checked = ok[ok["checked"].fillna(False).astype(bool)] if len(ok) else ok
     n_viol = int((~checked["holds"].fillna(True).astype(bool)).sum()) if len(checked) else 0
     head = Section(f"Sweep '{meta.get('name')}'", tag, level=level)
+    report = meta.get("report") or {}
+    if report:  # the question the sweep file asked comes first: its plot and one sentence with the answer
+        path, sentence = plot_whatif(data, os.path.join(plot_dir, f"{tag}-whatif.png"))
+        metric = METRICS[report["metric"]]
+        head.text(f"<b>{esc(sentence)}</b>")
+        head.plot(path, f"{report['metric']} against {report['by']}",
+                  f"<b>What-if.</b> <code>{esc(report['metric'])}</code> ({esc(metric.text)}; {esc(metric.unit)}) "
+                  f"against <code>{esc(report['by'])}</code>, other parameters pooled, one series per consumer "
+                  f"group{'' if metric.per_group else ' (a run-level metric: all runs)'}. "
+                  + ("Wilson 95% interval over the messages pooled across the seed replicates."
+                     if metric.kind == "rate" else "Mean over the seed replicates with a normal 95% interval.")
+                  + (" A categorical parameter is drawn as grouped points, never joined by lines."
+                     if data.categorical(report["by"]) else ""),
+                  missing=f"No what-if plot: no finished run to estimate {report['metric']} from.")
     if meta.get("description"):
         head.text(esc(meta["description"]))
     grid = "; ".join(f"<code>{esc(k)}</code> ∈ {{{esc(', '.join(meta['values'][k]))}}}" for k in data.keys) or "no parameter"
@@ -185,23 +207,24 @@ def sweep_sections(sweep_dir: str, plot_dir: str, level: int = 2, prefix: str = 
     head.text(f"Base scenario <code>{esc(meta.get('base'))}</code>{' with ' + esc(fixed) if fixed else ''}; "
               f"parameters: {grid}; {esc(mode)}. {len(runs)} runs, <span class=\"{'bad' if n_viol else 'ok'}\">"
               f"{n_viol} with an invariant violated</span> (of {len(checked)} checked), {n_err} that raised an error. "
-              f"Computed on <code>{esc(last.get('master', '?'))}</code>.")
+              + ("Computed with the map executor." if last.get("master") == "map"
+                 else f"Computed on <code>{esc(last.get('master', '?'))}</code>."))
     if data.cells is not None and len(data.cells):
         rows = []
         cols = [data.column(k) for k in data.keys]
         for _, c in data.cells.head(60).iterrows():
             rate = ("–" if c.get("violation_rate") is None or (isinstance(c.get("violation_rate"), float) and math.isnan(c["violation_rate"]))
                     else f"{c['violation_rate']:.2f} [{c['violation_rate_lo']:.2f}, {c['violation_rate_hi']:.2f}]")
-            rows.append([*(c[col] for col in cols), int(c["runs"]), rate, _fmt(c.get("duplicates_mean")),
+            rows.append([*(display_value(c[col]) for col in cols), int(c["runs"]), rate, _fmt(c.get("duplicates_mean")),
                          _fmt(c.get("lateness_p99_ms_mean"), 0), _fmt(c.get("dlq_mean")),
                          _fmt(c.get("time_to_dlq_p50_ms") / 1000 if c.get("time_to_dlq_p50_ms") is not None
                               and not (isinstance(c.get("time_to_dlq_p50_ms"), float) and math.isnan(c["time_to_dlq_p50_ms"]))
                               else None), int(c["errors"])])
         k = len(cols)
-        head.text("<b>Cells</b> (aggregated by Spark into <code>cells.parquet</code>): violation rate with its Wilson "
+        head.text("<b>Cells</b> (aggregated into <code>cells.parquet</code>): violation rate with its Wilson "
                   "95% interval, and means per run.")
         head.body.append(table([*data.keys, "runs", "violation rate [95% CI]", "duplicates", "lateness p99 (ms)",
-                                "DLQ", "time to DLQ p50 (s)", "errors"], rows,
+                                "DLQ copies per run (all groups)", "time to DLQ p50 (s)", "errors"], rows,
                                numeric=set(range(k, k + 7)) - {k + 1}))
         if len(data.cells) > 60:
             head.text(f"… and {len(data.cells) - 60} more cells in <code>cells.json</code>.", "note")
@@ -312,7 +335,7 @@ def write_report(dir_path: str, out: str | None = None) -> Page:
         kind = "sweep"
         sections, violated = sweep_sections(dir_path, plot_dir)
         title = f"rmqsim sweep: {sections[0].title[6:]}"
-        lead = "Many seeded runs over a parameter grid, run as Spark tasks and aggregated per cell."
+        lead = "Many seeded runs over a parameter grid, one task each (on Spark or the map executor), aggregated per cell."
     elif is_check_dir(dir_path):
         kind = "check"
         sections, violated = check_sections(dir_path)

@@ -400,29 +400,34 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from .java_check import INSTALL_HINT, java_major_version
-    from .sweep import SweepError, environment_errors, example_rows, format_result, load_sweep_file, run_sweep
+    from .sweep import SweepError, example_rows, format_result, load_sweep_file, run_sweep
 
     try:
         spec = load_sweep_file(args.sweep)
     except SweepError as error:
         raise UsageError(str(error)) from None
-    major = java_major_version()
-    if major is None or major < 17:
-        raise UsageError(f"PySpark needs Java 17+ ({'no java on PATH' if major is None else f'java {major} found'}); "
-                         f"install it with: {INSTALL_HINT}")
+    if args.executor == "spark":
+        from .java_check import INSTALL_HINT, java_major_version
+
+        major = java_major_version()
+        if major is None or major < 17:
+            raise UsageError(f"PySpark needs Java 17+ ({'no java on PATH' if major is None else f'java {major} found'}); "
+                             f"install it with: {INSTALL_HINT}, or run without Spark: --executor map")
+    elif args.master is not None:
+        raise UsageError("--master is for --executor spark; the map executor runs in this process")
     if args.master is not None and not re.match(r"^(local(\[(\*|\d+)(,\d+)?\])?|spark://\S+|yarn|k8s://\S+)$", args.master):
         raise UsageError(f"--master {args.master}: expected local[N], local[*], spark://HOST:PORT, yarn or k8s://URL")
     out_dir = args.out or os.path.join("out", "sweeps", spec.name)
     try:
-        result = run_sweep(spec, out_dir, master=args.master)
+        result = run_sweep(spec, out_dir, executor=args.executor, master=args.master)
     except SweepError as error:
         raise UsageError(str(error)) from None
     except KeyboardInterrupt:
         raise UsageError(f"interrupted; the finished rows are in {out_dir}/runs: run the same command to resume") from None
-    except environment_errors() as error:  # Spark could not start or lost its cluster
+    except _environment_errors(args.executor) as error:  # Spark could not start or lost its cluster
         first = (str(error).strip().splitlines() or [type(error).__name__])[0]
-        raise UsageError(f"Spark on {args.master or 'local[*]'} failed ({type(error).__name__}: {first[:300]}); "
+        where = f"Spark on {args.master or 'local[*]'}" if args.executor == "spark" else "the map executor"
+        raise UsageError(f"{where} failed ({type(error).__name__}: {first[:300]}); "
                          f"finished rows are kept in {out_dir}/runs, run again to resume") from None
     print(format_result(result))
     for row in example_rows(out_dir):
@@ -434,6 +439,15 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     print(f"  wrote {out_dir}/runs/ (one row per run), cells.parquet/.json, marginals.parquet/.json, sweep.json; "
           f"plots: rmqsim report {out_dir}")
     return EXIT_VIOLATION if (result.violated or result.errors) else EXIT_OK
+
+
+def _environment_errors(executor: str) -> tuple[type[BaseException], ...]:
+    """What means the executor's environment failed (not a run): one line, exit 2."""
+    if executor != "spark":
+        return (OSError,)
+    from .sweep_spark import environment_errors
+
+    return environment_errors()
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -518,8 +532,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dir", metavar="DIR")
     p.set_defaults(func=_cmd_replay)
 
-    p = sub.add_parser("sweep", help="run a parameter sweep on PySpark (local[*] unless --master)")
+    p = sub.add_parser("sweep", help="run a parameter sweep (on PySpark, local[*] unless --master; or --executor map)")
     p.add_argument("sweep", metavar="SWEEP.toml")
+    p.add_argument("--executor", choices=("spark", "map"), default="spark",
+                   help="spark (default; needs Java 17+) or map: the built-in map in this process, no JVM; "
+                        "both give the same rows")
     p.add_argument("--master", default=None, metavar="URL",
                    help="Spark master: local[N], spark://host:7077 or yarn (default local[*])")
     p.add_argument("--out", default=None, metavar="DIR",

@@ -1,7 +1,8 @@
 """``make demo``: the main job, and the first page a newcomer opens.
 
 Runs a handful of short teaching scenarios through the real store under the simulator (checking
-every invariant), a small PySpark sweep, and the model checker on a small configuration when it is
+every invariant), a small what-if sweep (on PySpark when Java 17+ is there, else with the map
+executor), and the model checker on a small configuration when it is
 available, then writes ``reports/out/index.html``: one self-contained page with every plot, linking
 to each run's own report and output directory.
 """
@@ -25,7 +26,8 @@ TEACHING = [
     ("backwards-clock-step", "The broker clock jumps back 5 minutes; correctDeliverTimestamp saves the day."),
     ("put-failures-during-delivery", "5% of delivery puts fail; 5.3.3 retries the same message 100 ms later."),
 ]
-SWEEP_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sweeps", "demo.toml")
+# The what-if sweep: GroupA's failure probability against each group's DLQ rate (12 short runs, ~10 s).
+SWEEP_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sweeps", "dlq-rate.toml")
 
 
 def _fresh(path: str) -> str:
@@ -57,15 +59,14 @@ def run_demo_sweep(sweep_dir: str):
     from .sweep import load_sweep_file, run_sweep
 
     major = java_major_version()
-    if major is None or major < 17:
-        print("  skipped: PySpark needs Java 17+ (see `make java`)")
-        return None
+    executor = "spark" if major is not None and major >= 17 else "map"
+    if executor == "map":
+        print("  PySpark needs Java 17+ (see `make java`): running the sweep with --executor map instead")
     spec = load_sweep_file(SWEEP_FILE)
-    result = run_sweep(spec, _fresh(sweep_dir), progress=True)
-    clean = sum(c["violations"] or 0 for c in result.cells if c.get("p_mutant") == "none")
-    print(f"  {result.total} runs in {len(result.cells)} cells on {result.master} in {result.wall_s:.0f} s: "
-          f"{result.violated} runs with a violated invariant ({result.violated - clean} with the mutant put back, "
-          f"{clean} without), {result.errors} errors")
+    result = run_sweep(spec, _fresh(sweep_dir), executor=executor, progress=True)
+    where = "with the map executor" if result.master == "map" else f"on {result.master}"
+    print(f"  {result.total} runs in {len(result.cells)} cells {where} in {result.wall_s:.0f} s: "
+          f"{result.violated} runs with a violated invariant, {result.errors} errors")
     return result
 
 
@@ -136,7 +137,7 @@ def write_index(runs: list[dict], sweep_dir: str | None, check_dir: str | None) 
                              "own page · replay"], rows, numeric={2, 3, 4, 5}, raw={0, 1, 6, 7}))
     extra = []
     if sweep_dir:
-        extra.append(f'<a href="#sweep">a sweep on Spark</a> (<a href="'
+        extra.append(f'<a href="#sweep">a what-if sweep</a> (<a href="'
                      f'{esc(os.path.relpath(os.path.join(sweep_dir, "report.html"), OUT))}">its own page</a>)')
     if check_dir and is_check_dir(check_dir):
         extra.append('<a href="#check">the model check</a> with a counterexample on its state graph')
@@ -153,11 +154,12 @@ def write_index(runs: list[dict], sweep_dir: str | None, check_dir: str | None) 
     if sweep_dir:
         sweep_secs, _ = sweep_sections(sweep_dir, plot_dir, level=3, prefix="sweep")
         write_report(sweep_dir)
-        wrapper = Section("A sweep on Spark", "sweep", level=2)
-        wrapper.text("The same scenario over a grid of parameters, many seeds per cell, every run one Spark task "
-                     f"(<code>rmqsim sweep {esc(os.path.relpath(SWEEP_FILE))}</code>). Rows are in "
-                     f"<code>{esc(os.path.join(sweep_dir, 'runs'))}</code>, the Spark aggregation in "
-                     "<code>cells.parquet</code>.")
+        wrapper = Section("A what-if sweep", "sweep", level=2)
+        wrapper.text("The same scenario over a grid of parameters, several seeds per cell, every run one task "
+                     f"(<code>rmqsim sweep {esc(os.path.relpath(SWEEP_FILE))}</code>), asking one question in its "
+                     "<code>[report]</code> table: how does each group's DLQ rate grow with GroupA's failure "
+                     f"probability? Rows are in <code>{esc(os.path.join(sweep_dir, 'runs'))}</code>, the "
+                     "aggregation in <code>cells.parquet</code>.")
         for s in sweep_secs:
             wrapper.body.append(s.html())
             wrapper.plots += s.plots
@@ -185,7 +187,7 @@ def main() -> int:
     shutil.rmtree(os.path.join(OUT, "demo-store"), ignore_errors=True)  # the earlier demo's output
     print("rmqsim demo: 1/4 teaching scenarios (the real store under the simulator, every invariant checked)")
     runs = run_teaching_scenarios(_fresh(os.path.join(OUT, "runs")))
-    print("rmqsim demo: 2/4 a small sweep on PySpark (local[*])")
+    print("rmqsim demo: 2/4 a small what-if sweep (PySpark local[*], or the map executor without Java)")
     sweep_dir = os.path.join(OUT, "sweep")
     sweep = run_demo_sweep(sweep_dir)
     print("rmqsim demo: 3/4 the model checker on a small configuration")

@@ -77,7 +77,7 @@ def test_the_duplicates_invariant_counts_what_the_stats_count():
 
 
 def test_sweep_rows_use_the_same_functions():
-    import scenarios.sweep as sweep
+    import scenarios.sweep_rows as sweep
 
     assert sweep.time_to_dlq_ms is ms.time_to_dlq_ms and sweep.percentile is ms.percentile
 

@@ -1,5 +1,5 @@
 """Reports: every plot function writes a plausible PNG, the HTML page embeds them, ``rmqsim report``
-exit codes, and the layering (matplotlib only in reports/, pyspark only in scenarios/sweep.py)."""
+exit codes, and the layering (matplotlib only in reports/, pyspark only in scenarios/sweep_spark.py)."""
 
 from __future__ import annotations
 
@@ -118,7 +118,7 @@ def synthetic_sweep(out: str, checked: bool = True, dlq: bool = True) -> str:
         bug = params["mutant"] != "none" and params["broker.era"] == "5.3.3"
         holds = not (bug and rng.random() < 0.7)
         row = {"cell": sw.cell_key(spec.keys, params), "cell_id": sw.cell_id(sw.cell_key(spec.keys, params)),
-               "seed": seed, **{spec.columns[k]: sw.format_value(v) for k, v in params.items()},
+               "seed": seed, **spec.typed_params(params),
                "era": params["broker.era"], "mutants": "", "error": None, "checked": checked,
                "holds": holds if checked else None, "violated": [] if holds or not checked else ["no_loss"],
                "sent": 600, "consumed": 600, "duplicates": rng.randint(0, 3 * interval),
@@ -128,26 +128,67 @@ def synthetic_sweep(out: str, checked: bool = True, dlq: bool = True) -> str:
                "wall_s": 0.2, "repro": f"rmqsim run x.toml --seed {seed}"}
         rows.append(row)
     rows[3]["error"] = "RuntimeError: boom (at x.py:1 in f)"
-    sw.write_part(out, sw.rows_to_table(rows, [spec.columns[k] for k in spec.keys]))
+    sw.write_part(out, sw.rows_to_table(rows, spec.column_types))
     with open(os.path.join(out, "sweep.json"), "w") as f:
         json.dump({**spec.metadata(), "complete": True, "last_invocation": {"master": "local[2]"}}, f)
     return out
 
 
-def test_sweep_plots_write_plausible_pngs(tmp_path):
+def test_sweep_plots_draw_what_the_rows_say(tmp_path):
+    from matplotlib.figure import Figure
+
     data = load_sweep(synthetic_sweep(str(tmp_path / "sweep")))
     assert len(data.runs) == 3 * 2 * 2 * 6 and data.checked
     assert sweep_plots.heatmap_layout(data) == ("broker.flush_delay_offset_interval", "mutant", "broker.era")
-    for name in ("heatmap", "curves", "time_to_dlq", "eras"):
-        path = getattr(sweep_plots, f"plot_{name}")(data, str(tmp_path / f"{name}.png"))
-        assert path is not None, name
-        assert_plausible_png(path)
     # the summaries behind the plots: Wilson intervals and per-cell counts
     table = summarize(data, ["broker.era", "mutant"])
     row = table[(table["broker.era"] == "4.9.8") & (table["mutant"] == "none")].iloc[0]
     assert row["violations"] == 0 and row["checked"] == 18 and row["rate_hi"] == pytest.approx(wilson(0, 18)[2])
     p, lo, hi = wilson(2, 4)
     assert (p, round(lo, 6), round(hi, 6)) == (0.5, 0.150039, 0.849961)
+    # heatmap panel: the image holds each cell's rate (the bug only bites in 5.3.3 with the mutant)
+    xk, yk, fk = sweep_plots.heatmap_layout(data)
+    cells = summarize(data, [xk, yk, fk])
+    ax = Figure().add_subplot()
+    image = sweep_plots.draw_heatmap(ax, data, cells, xk, yk, fk, "4.9.8")
+    assert image.get_array().tolist() == [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]
+    ax = Figure().add_subplot()
+    image = sweep_plots.draw_heatmap(ax, data, cells, xk, yk, fk, "5.3.3")
+    grid = image.get_array().tolist()
+    assert grid[0] == [0.0, 0.0, 0.0] and all(v > 0 for v in grid[1])
+    # curves: an ordered duration axis (a line and a band per era) at the means of the rows
+    ax = Figure().add_subplot()
+    sweep_plots.draw_curve(ax, data, xk, "duplicates", "duplicates per run")
+    by_era = {line.get_label(): line for line in ax.lines}
+    assert set(by_era) == {"broker.era = 5.3.3", "broker.era = 4.9.8"}
+    assert list(by_era["broker.era = 4.9.8"].get_xdata()) == [1.0, 10.0, 30.0]
+    means = summarize(data, [xk, "broker.era"])
+    expected = [means[(means[xk] == v) & (means["broker.era"] == "4.9.8")].iloc[0]["duplicates_mean"]
+                for v in ("1s", "10s", "30s")]
+    assert list(by_era["broker.era = 4.9.8"].get_ydata()) == pytest.approx(expected)
+    from matplotlib.collections import PolyCollection
+    assert len([c for c in ax.collections if isinstance(c, PolyCollection)]) == 2
+    # the mutant axis is categorical: grouped points, no line joins them
+    ax = Figure().add_subplot()
+    sweep_plots.draw_curve(ax, data, "mutant", "duplicates", "duplicates per run")
+    assert all(c.lines[0].get_linestyle() == "None" for c in ax.containers) and len(ax.containers) == 2
+    xs = sorted(x for c in ax.containers for x in c.lines[0].get_xdata())
+    assert len(xs) == 4 and xs[0] < xs[1] < 0.5 < xs[2] < xs[3]  # two eras side by side at each mutant value
+    # time to DLQ: every DLQ time of the finished rows is in the histograms
+    ax = Figure().add_subplot()
+    assert sweep_plots.draw_time_to_dlq(ax, data)
+    counted = sum(sum(p.get_path().vertices[:, 1]) for p in ax.patches) / 2  # a step outline visits each bin twice
+    assert counted == pytest.approx(sum(len(a) for a in data.ok["time_to_dlq_ms"]))
+    # eras: bar heights are the per-(era, interval) violation rates
+    ax = Figure().add_subplot()
+    sweep_plots.draw_eras(ax, data, "rate", "violation rate")
+    heights = [bar.get_height() for bar in ax.patches]
+    assert len(heights) == 2 * 3 and max(heights[:3]) > 0 and heights[3:] == [0.0, 0.0, 0.0]
+    # and the PNG wrappers still write a picture of each
+    for name in ("heatmap", "curves", "time_to_dlq", "eras"):
+        path = getattr(sweep_plots, f"plot_{name}")(data, str(tmp_path / f"{name}.png"))
+        assert path is not None, name
+        assert_plausible_png(path)
 
 
 def test_sweep_plots_say_nothing_when_there_is_nothing_to_show(tmp_path):
@@ -227,16 +268,126 @@ def test_matplotlib_only_in_reports_and_pyspark_only_in_the_sweep_module():
                 path = os.path.join(dirpath, name)
                 rel = os.path.relpath(path, ROOT)
                 text = open(path, encoding="utf-8").read()
-                if re.search(r"^\s*(import|from)\s+pyspark", text, re.M) and rel != os.path.join("scenarios", "sweep.py"):
+                if re.search(r"^\s*(import|from)\s+pyspark", text, re.M) and rel != os.path.join("scenarios", "sweep_spark.py"):
                     offenders.append(f"{rel} imports pyspark")
                 if re.search(r"^\s*(import|from)\s+matplotlib", text, re.M) and not rel.startswith("reports" + os.sep):
                     offenders.append(f"{rel} imports matplotlib")
     assert not offenders, offenders
     # and at run time: importing the CLI and the sweep module loads neither; the reports load no pyspark
-    code = ("import sys, scenarios.cli, scenarios.sweep\n"
+    code = ("import sys, scenarios.cli, scenarios.sweep, scenarios.sweep_spark\n"
             "bad = [m for m in ('pyspark', 'matplotlib') if m in sys.modules]\n"
             "import reports.report, reports.run_plots, reports.sweep_plots\n"
             "bad += ['pyspark (reports)'] if 'pyspark' in sys.modules else []\n"
             "print(','.join(bad))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
     assert out.strip() == ""
+
+
+# --- what-if reports: [report] metric against a swept key ------------------------------------------------
+
+
+def whatif_sweep(out: str, by_values: str, report: str, rows_of) -> str:
+    """A sweep directory with a [report], whose rows ``rows_of(params, seed)`` the test chooses."""
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "tiny.toml"), "w") as f:
+        from scenarios.toml_out import dumps
+        f.write(dumps(DOC))
+    sweep_file = os.path.join(out, "s.toml")
+    with open(sweep_file, "w") as f:
+        f.write(f'base = "tiny.toml"\nseeds = 4\n[grid]\n{by_values}\n[report]\n{report}\n')
+    spec = sw.load_sweep_file(sweep_file)
+    rows = []
+    for params, seed in spec.points():
+        cell = sw.cell_key(spec.keys, params)
+        rows.append({"cell": cell, "cell_id": sw.cell_id(cell), "seed": seed, **spec.typed_params(params),
+                     "error": None, "checked": True, "holds": True, "violated": [], "repro": "x",
+                     **rows_of(params, seed)})
+    sw.write_part(out, sw.rows_to_table(rows, spec.column_types))
+    with open(os.path.join(out, "sweep.json"), "w") as f:
+        json.dump({**spec.metadata(), "complete": True, "last_invocation": {"master": "map"}}, f)
+    return out
+
+
+def _groups(p: float, seed: int) -> dict:
+    """GroupA dead-letters p of its 100 messages (a seed moves it by one), GroupB always 2: per group."""
+    a = round(100 * p) + (seed % 2)
+    return {"groups": [{"group": "GroupA", "expected": 100, "consumed": 100 - a, "dlq": a, "lost": 0, "pending": 0,
+                        "duplicates": seed, "attempts": 100 + 2 * a, "time_to_dlq_mean_ms": 40_000},
+                       {"group": "GroupB", "expected": 100, "consumed": 98, "dlq": 2, "lost": 0, "pending": 0,
+                        "duplicates": 0, "attempts": 104, "time_to_dlq_mean_ms": 40_000}],
+            "dlq": a + 2, "lateness_p99_ms": 100 + seed}
+
+
+def test_whatif_plot_draws_the_metric_per_group_with_wilson_bands(tmp_path):
+    from matplotlib.collections import PolyCollection
+    from matplotlib.figure import Figure
+
+    from reports.sweep_data import metric_table
+
+    out = whatif_sweep(str(tmp_path / "w"), '"consumer.fail_probability" = [0.1, 0.3, 0.5]',
+                       'metric = "dlq_rate"\nby = "consumer.fail_probability"',
+                       lambda params, seed: _groups(params["consumer.fail_probability"], seed))
+    data = load_sweep(out)
+    # the parameter is stored as a float column, not as '0.1' strings
+    import pyarrow.parquet as pq
+    part = os.path.join(out, "runs", sorted(os.listdir(os.path.join(out, "runs")))[0])
+    assert str(pq.read_schema(part).field("p_consumer_fail_probability").type) == "double"
+    assert data.types == {"consumer.fail_probability": "float"} and not data.categorical("consumer.fail_probability")
+    table = metric_table(data, "dlq_rate", "consumer.fail_probability")
+    a = table[table["group"] == "GroupA"]
+    # pooled counts per group over the 4 seeds: 0.1 -> 10+11+10+11 of 400; never summed with GroupB
+    assert list(a["k"]) == [42, 122, 202] and list(a["n"]) == [400, 400, 400]
+    assert list(table[table["group"] == "GroupB"]["k"]) == [8, 8, 8]
+    runs = metric_table(data, "violation_rate", "consumer.fail_probability")  # a run-level rate: all runs
+    assert list(runs["group"]) == ["(all)"] * 3 and list(runs["k"]) == [0, 0, 0] and list(runs["n"]) == [4, 4, 4]
+    p, lo, hi = wilson(42, 400)
+    assert a.iloc[0]["estimate"] == pytest.approx(p) and a.iloc[0]["lo"] == pytest.approx(lo)
+    ax = Figure().add_subplot()
+    sentence = sweep_plots.plot_metric(ax, data, "dlq_rate", "consumer.fail_probability")
+    lines = [line for line in ax.lines if line.get_label() in ("group GroupA", "group GroupB")]
+    assert [line.get_label() for line in lines] == ["group GroupA", "group GroupB"]
+    assert list(lines[0].get_xdata()) == [0.1, 0.3, 0.5]
+    assert list(lines[0].get_ydata()) == pytest.approx([42 / 400, 122 / 400, 202 / 400])
+    assert list(lines[1].get_ydata()) == pytest.approx([0.02, 0.02, 0.02])
+    bands = [c for c in ax.collections if isinstance(c, PolyCollection)]
+    assert len(bands) == 2
+    ys = bands[0].get_paths()[0].vertices[:, 1]
+    assert min(ys) == pytest.approx(lo) and max(ys) == pytest.approx(wilson(202, 400)[2])
+    assert sentence.startswith("dlq_rate for GroupA rises from 0.10 [0.08, 0.14] at 0.1 to 0.51 [0.46, 0.55] at 0.5")
+    assert "dlq_rate for GroupB stays at 0.02" in sentence and "Wilson" in sentence
+    # the page opens with the question's plot and sentence
+    page = write_report(out)
+    html = open(page.path).read()
+    assert html.index("<b>What-if.</b>") < html.index("Base scenario") and "dlq_rate for GroupA rises" in html
+
+
+def test_whatif_categorical_parameter_is_grouped_points_and_means_have_normal_intervals(tmp_path):
+    from matplotlib.figure import Figure
+
+    def rows_of(params, seed):
+        late = {"5.3.3": 100, "4.9.8": 300}[params["broker.era"]] + 10 * seed
+        return {**_groups(0.2, seed), "lateness_p99_ms": late}
+
+    out = whatif_sweep(str(tmp_path / "c"), '"broker.era" = ["5.3.3", "4.9.8"]',
+                       'metric = "p99_lateness_ms"\nby = "broker.era"', rows_of)
+    data = load_sweep(out)
+    assert data.categorical("broker.era")
+    ax = Figure().add_subplot()
+    sentence = sweep_plots.plot_metric(ax, data, "p99_lateness_ms", "broker.era")
+    (bars,) = [c for c in ax.containers if c.get_label() == "all runs"]
+    points = bars.lines[0]
+    assert points.get_linestyle() == "None" and points.get_marker() == "o"  # points, not a joined line
+    assert list(points.get_xdata()) == [0, 1] and list(points.get_ydata()) == [125.0, 325.0]
+    from matplotlib.collections import PolyCollection
+    assert not [c for c in ax.collections if isinstance(c, PolyCollection)]  # error bars, not a band
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["5.3.3", "4.9.8"]
+    import statistics
+    half = 1.959963984540054 * statistics.stdev([110, 120, 130, 140]) / 2
+    (segment, _) = bars.lines[2][0].get_segments()  # the first value's error bar spans its interval
+    assert segment[0][1] == pytest.approx(125 - half) and segment[1][1] == pytest.approx(125 + half)
+    assert sentence.startswith(f"p99_lateness_ms is 125 [{125 - half:.0f}, {125 + half:.0f}] at broker.era = 5.3.3")
+    # per-group categorical metric: the two groups stand side by side, never on the same x
+    ax = Figure().add_subplot()
+    sweep_plots.plot_metric(ax, data, "duplicates_per_message", "broker.era")
+    xs = {c.get_label(): list(c.lines[0].get_xdata()) for c in ax.containers if c.get_label().startswith("group")}
+    assert set(xs) == {"group GroupA", "group GroupB"} and xs["group GroupA"][0] < xs["group GroupB"][0] < 1

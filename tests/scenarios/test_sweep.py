@@ -1,5 +1,6 @@
-"""Sweeps: the sweep file's errors, local Spark runs (rows, cells, resume, error rows), and the same
-sweep on a real Spark standalone cluster started on 127.0.0.1."""
+"""Sweeps: the sweep file's errors, runs with the Spark-free ``map`` executor (rows, cells, resume, error
+rows), the proof that Spark gives the same rows, a task that dies on Spark, and the same sweep on a real
+Spark standalone cluster started on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from scenarios import sweep as sw
+from scenarios import sweep_spark
 from scenarios.catalogue import builtin_names, load_builtin
 from scenarios.cli import main
 from scenarios.scenario import scenario_from_dict
@@ -92,7 +94,7 @@ def test_a_bad_sweep_file_fails_on_the_command_line_before_spark_starts(tmp_path
     def no_spark(*args, **kwargs):
         raise AssertionError("Spark must not start for a bad sweep file")
 
-    monkeypatch.setattr(sw, "spark_session", no_spark)
+    monkeypatch.setattr(sweep_spark, "spark_session", no_spark)
     monkeypatch.setattr(sw, "run_sweep", no_spark)
     path = write_sweep(tmp_path, 'base = "tiny.toml"\nseeds = 2\n[grid]\n"broker.era" = ["5.3.3", "6.0"]\n')
     assert main(["sweep", path]) == 2
@@ -142,18 +144,86 @@ def test_toml_writer_round_trips_every_builtin_scenario():
     assert tomllib.loads(dumps(doc)) == doc
 
 
-# --- local Spark ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("report, expected", [
+    ('metric = "dlq_rat"\nby = "consumer.fail_probability"\n',
+     ["key 'report.metric' must be one of dlq_rate,", "got 'dlq_rat'", "did you mean 'dlq_rate'"]),
+    ('metric = "dlq_rate"\nby = "consumer.fail_probabilty"\n',
+     ["key 'report.by' must be one of the swept keys (consumer.fail_probability, broker.era)",
+      "did you mean 'consumer.fail_probability'"]),
+    ('metric = "dlq_rate"\nby = "consumer.max_reconsume_times"\n', ["key 'report.by' must be one of the swept keys"]),
+    ('metric = "dlq_rate"\n', ["key 'report.by' must be one of the swept keys", "got None"]),
+    ('metric = "dlq_rate"\nby = "broker.era"\nplot = "bars"\n', ["unknown key 'report.plot'"]),
+])
+def test_report_table_errors_name_file_and_key(tmp_path, capsys, report, expected):
+    path = write_sweep(tmp_path, 'base = "tiny.toml"\nseeds = 2\n[grid]\n"consumer.fail_probability" = [0.1, 0.5]\n'
+                                 '"broker.era" = ["5.3.3", "4.9.8"]\n[report]\n' + report)
+    with pytest.raises(sw.SweepError) as info:
+        sw.load_sweep_file(path)
+    message = str(info.value)
+    assert message.startswith(path), message
+    for fragment in expected:
+        assert fragment in message, message
+    assert main(["sweep", path, "--executor", "map"]) == 2  # exit 2, one line naming the file and the key
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and path in err[0] and "report." in err[0]
 
 
-@pytest.fixture(scope="module")
-def spark():
-    session = sw.spark_session("local[2]", app_name="rmqsim-tests")
-    yield session
-    session.stop()
+def test_report_table_and_parameter_types(tmp_path):
+    path = write_sweep(tmp_path, 'base = "tiny.toml"\nseeds = 1\n[grid]\n"consumer.fail_probability" = [0, 0.5]\n'
+                                 '"faults.process_crashes" = [0, 2]\n"broker.era" = ["5.3.3"]\n'
+                                 'mutant = ["none", ["dlq_keeps_delay", "dlq_threshold_gt"]]\n'
+                                 '[report]\nmetric = "loss_rate"\nby = "faults.process_crashes"\n')
+    spec = sw.load_sweep_file(path)
+    assert spec.report == {"metric": "loss_rate", "by": "faults.process_crashes"}
+    assert spec.types == {"consumer.fail_probability": "float", "faults.process_crashes": "int",
+                          "broker.era": "str", "mutant": "str"}
+    params, _ = spec.points()[-1]
+    assert spec.typed_params(params) == {"p_consumer_fail_probability": 0.5, "p_faults_process_crashes": 2,
+                                         "p_broker_era": "5.3.3", "p_mutant": "dlq_keeps_delay+dlq_threshold_gt"}
+    # a single swept key is the default 'by'
+    one = write_sweep(tmp_path, 'base = "tiny.toml"\nseeds = 1\n[grid]\n"consumer.fail_probability" = [0.1]\n'
+                                '[report]\nmetric = "dlq_rate"\n', "one.toml")
+    assert sw.load_sweep_file(one).report == {"metric": "dlq_rate", "by": "consumer.fail_probability"}
 
 
-@pytest.mark.spark
-def test_local_sweep_writes_rows_cells_and_marginals(spark, tmp_path):
+def test_group_counts_are_per_group_not_summed():
+    def start(group, topic="T", subscription="*", model="CLUSTERING"):
+        return {"kind": "consumer_start", "group": group, "client_id": f"{group}-0", "topic": topic,
+                "subscription": subscription, "model": model, "max_reconsume_times": 1}
+
+    def send(m, t, tags=None):
+        return {"kind": "send", "msg_id": m, "topic": "T", "status": "SEND_OK", "t_ms": t, "tags": tags}
+
+    def consume(g, m, ok=True):
+        return {"kind": "consume", "group": g, "client_id": f"{g}-0", "msg_id": m,
+                "status": "CONSUME_SUCCESS" if ok else "RECONSUME_LATER", "t_ms": 50}
+
+    events = [start("A"), start("B", subscription="x"), send("m1", 0, "x"), send("m2", 10, "y"), send("m3", 20, "x"),
+              consume("A", "m1"), consume("A", "m1"), consume("A", "m2", ok=False),
+              {"kind": "dlq", "group": "A", "msg_id": "m2", "t_ms": 1010}, consume("B", "m1", ok=False),
+              {"kind": "dlq", "group": "B", "msg_id": "m1", "t_ms": 3000}, consume("B", "m3")]
+    a, b = sw.group_counts(events, end_ms=None)
+    assert a == {"group": "A", "expected": 3, "consumed": 1, "dlq": 1, "lost": 1, "pending": 0, "duplicates": 1,
+                 "attempts": 3, "time_to_dlq_mean_ms": 1000}
+    assert b == {"group": "B", "expected": 2, "consumed": 1, "dlq": 1, "lost": 0, "pending": 0, "duplicates": 0,
+                 "attempts": 2, "time_to_dlq_mean_ms": 3000}
+
+
+def test_the_map_executor_on_the_command_line(tmp_path, capsys):
+    path = write_sweep(tmp_path, 'base = "tiny.toml"\nseeds = 2\n[grid]\n"faults.process_crashes" = [0, 1]\n')
+    out = tmp_path / "out"
+    assert main(["sweep", path, "--executor", "map", "--out", str(out)]) in (0, 1)
+    text = capsys.readouterr().out
+    assert "with the map executor: 4 runs (4 computed" in text
+    assert json.load(open(out / "sweep.json"))["last_invocation"]["executor"] == "map"
+    assert main(["sweep", path, "--executor", "map", "--master", "local[2]"]) == 2
+    assert "--master is for --executor spark" in capsys.readouterr().err
+
+
+# --- the map executor (no JVM) --------------------------------------------------------------------
+
+
+def test_local_sweep_writes_rows_cells_and_marginals(tmp_path):
     def fake_verdicts(history, world):  # defined here so that Spark ships it by value to the workers
         """Even seeds violate no_loss: a checker whose answers the test knows."""
         holds = world.seed % 2 == 1
@@ -163,13 +233,13 @@ def test_local_sweep_writes_rows_cells_and_marginals(spark, tmp_path):
     path = write_sweep(tmp_path, 'base = "tiny.toml"\nseeds = 4\n[grid]\n"faults.process_crashes" = [0, 1]\n')
     spec = sw.load_sweep_file(path)
     out = str(tmp_path / "out")
-    result = sw.run_sweep(spec, out, spark=spark, progress=False, check=fake_verdicts)
+    result = sw.run_sweep(spec, out, executor="map", progress=False, check=fake_verdicts)
     assert (result.total, result.computed, result.reused, result.errors) == (8, 8, 0, 0)
     rows = sw.read_rows(out).to_pylist()
     assert len(rows) == 8 and len({(r["cell"], r["seed"]) for r in rows}) == 8
-    row = next(r for r in rows if r["p_faults_process_crashes"] == "1" and r["seed"] == 3)
+    row = next(r for r in rows if r["p_faults_process_crashes"] == 1 and r["seed"] == 3)
     assert row["error"] is None and 0 < row["sent"] <= 20 and row["crashes"] == 1 and row["checked"]
-    assert all(r["sent"] == 20 and r["crashes"] == 0 for r in rows if r["p_faults_process_crashes"] == "0")
+    assert all(r["sent"] == 20 and r["crashes"] == 0 for r in rows if r["p_faults_process_crashes"] == 0)
     assert row["ok_no_loss"] is True and row["violated"] == [] and row["wall_s"] > 0
     bad = next(r for r in rows if r["seed"] == 2)
     assert bad["holds"] is False and bad["violated"] == ["no_loss"] and bad["first_violation"].startswith("no_loss: M")
@@ -181,7 +251,8 @@ def test_local_sweep_writes_rows_cells_and_marginals(spark, tmp_path):
     assert row["repro"] == f"rmqsim run {os.path.join(out, 'scenarios', row['cell_id'] + '.toml')} --seed 3"
     # cells: 2 of 4 runs violated in each cell; Wilson 95% interval
     cells = pq.read_table(os.path.join(out, "cells.parquet")).to_pylist()
-    assert [c["p_faults_process_crashes"] for c in cells] == ["0", "1"]
+    assert [c["p_faults_process_crashes"] for c in cells] == [0, 1]  # typed: an int column, not '0'/'1'
+    assert pq.read_table(os.path.join(out, "cells.parquet")).schema.field("p_faults_process_crashes").type == "int64"
     for c in cells:
         assert (c["runs"], c["checked"], c["violations"], c["violations_no_loss"]) == (4, 4, 2, 2)
         assert c["violation_rate"] == 0.5
@@ -194,7 +265,8 @@ def test_local_sweep_writes_rows_cells_and_marginals(spark, tmp_path):
     assert [(m["param"], m["value"], m["runs"]) for m in marginals] == [
         ("faults.process_crashes", "0", 4), ("faults.process_crashes", "1", 4)]
     meta = json.load(open(os.path.join(out, "sweep.json")))
-    assert meta["complete"] and meta["rows"] == 8 and meta["last_invocation"]["master"] == "local[2]"
+    assert meta["complete"] and meta["rows"] == 8 and meta["last_invocation"]["master"] == "map"
+    assert meta["types"] == {"faults.process_crashes": "int"}
     # the report reads what the sweep wrote: the Spark cells table, the heatmap and the curves
     from reports.report import write_report
 
@@ -205,29 +277,28 @@ def test_local_sweep_writes_rows_cells_and_marginals(spark, tmp_path):
 
 
 def test_batches_are_single_runs_for_small_sweeps_and_small_groups_for_large_ones():
-    assert sw.plan_batches(8, 2) == (1, 8)
-    assert sw.plan_batches(100, 2) == (3, 24)
-    assert sw.plan_batches(1000, 2) == (8, 64)
-    assert sw.plan_batches(1000, 2, batch_size=10) == (8, 10)
+    assert sweep_spark.plan_batches(8, 2) == (1, 8)
+    assert sweep_spark.plan_batches(100, 2) == (3, 24)
+    assert sweep_spark.plan_batches(1000, 2) == (8, 64)
+    assert sweep_spark.plan_batches(1000, 2, batch_size=10) == (8, 10)
 
 
-@pytest.mark.spark
-def test_resume_computes_only_the_missing_rows(spark, tmp_path):
+def test_resume_computes_only_the_missing_rows(tmp_path):
     log = tmp_path / "executions.log"
 
-    def counting(history, world):  # runs on the Spark workers: one line per executed run
+    def counting(history, world):  # one line per executed run
         with open(log, "a") as f:
             f.write(f"{world.seed}\n")
         return {}
 
     out = str(tmp_path / "out")
     body = 'base = "tiny.toml"\nseeds = {n}\n[grid]\n"consumer.fail_probability" = [0.0, 0.5]\n'
-    first = sw.run_sweep(sw.load_sweep_file(write_sweep(tmp_path, body.format(n=2))), out, spark=spark,
+    first = sw.run_sweep(sw.load_sweep_file(write_sweep(tmp_path, body.format(n=2))), out, executor="map",
                          progress=False, check=counting)
     assert (first.computed, first.reused) == (4, 0) and len(log.read_text().split()) == 4
     # one more seed per cell: only those two runs execute
     log.write_text("")
-    second = sw.run_sweep(sw.load_sweep_file(write_sweep(tmp_path, body.format(n=3))), out, spark=spark,
+    second = sw.run_sweep(sw.load_sweep_file(write_sweep(tmp_path, body.format(n=3))), out, executor="map",
                           progress=False, check=counting)
     assert (second.computed, second.reused, second.total) == (2, 4, 6)
     assert sorted(log.read_text().split()) == ["3", "3"]
@@ -236,7 +307,7 @@ def test_resume_computes_only_the_missing_rows(spark, tmp_path):
     lost = pq.read_table(os.path.join(out, "runs", parts[-1])).num_rows
     os.remove(os.path.join(out, "runs", parts[-1]))
     log.write_text("")
-    third = sw.run_sweep(sw.load_sweep_file(write_sweep(tmp_path, body.format(n=3))), out, spark=spark,
+    third = sw.run_sweep(sw.load_sweep_file(write_sweep(tmp_path, body.format(n=3))), out, executor="map",
                          progress=False, check=counting)
     assert third.computed == lost and len(log.read_text().split()) == lost
     rows = sw.read_rows(out).to_pylist()
@@ -244,17 +315,28 @@ def test_resume_computes_only_the_missing_rows(spark, tmp_path):
     assert sum(c["runs"] for c in third.cells) == 6
     # nothing missing: nothing runs
     log.write_text("")
-    fourth = sw.run_sweep(sw.load_sweep_file(write_sweep(tmp_path, body.format(n=3))), out, spark=spark,
+    fourth = sw.run_sweep(sw.load_sweep_file(write_sweep(tmp_path, body.format(n=3))), out, executor="map",
                           progress=False, check=counting)
     assert fourth.computed == 0 and log.read_text() == ""
     # a different base scenario cannot be mixed into the same DIR
     other = write_sweep(tmp_path, 'base = "retry-ladder-to-dlq"\nseeds = 1\n', "other.toml")
     with pytest.raises(sw.SweepError, match="different sweep"):
-        sw.run_sweep(sw.load_sweep_file(other), out, spark=spark, progress=False)
+        sw.run_sweep(sw.load_sweep_file(other), out, executor="map", progress=False)
 
 
-@pytest.mark.spark
-def test_a_run_that_raises_is_an_error_row_not_a_failed_sweep(spark, tmp_path):
+def test_rows_with_untyped_parameter_columns_are_not_mixed_with_typed_ones(tmp_path):
+    path = write_sweep(tmp_path, 'base = "tiny.toml"\nseeds = 1\n[grid]\n"consumer.fail_probability" = [0.0, 0.5]\n')
+    out = str(tmp_path / "out")
+    sw.run_sweep(sw.load_sweep_file(path), out, executor="map", progress=False, check=lambda h, w: {})
+    meta_path = os.path.join(out, "sweep.json")
+    meta = json.load(open(meta_path))
+    del meta["types"]  # as a sweep written before parameters kept their types ('0.5' strings)
+    json.dump(meta, open(meta_path, "w"))
+    with pytest.raises(sw.SweepError, match="other types"):
+        sw.run_sweep(sw.load_sweep_file(path), out, executor="map", progress=False)
+
+
+def test_a_run_that_raises_is_an_error_row_not_a_failed_sweep(tmp_path):
     def flaky(history, world):
         if world.seed == 2:
             raise RuntimeError("checker exploded on purpose")
@@ -262,7 +344,7 @@ def test_a_run_that_raises_is_an_error_row_not_a_failed_sweep(spark, tmp_path):
 
     path = write_sweep(tmp_path, 'base = "tiny.toml"\nseeds = 3\n')
     out = str(tmp_path / "out")
-    result = sw.run_sweep(sw.load_sweep_file(path), out, spark=spark, progress=False, check=flaky)
+    result = sw.run_sweep(sw.load_sweep_file(path), out, executor="map", progress=False, check=flaky)
     assert result.errors == 1 and result.computed == 3
     rows = {r["seed"]: r for r in sw.read_rows(out).to_pylist()}
     assert rows[2]["error"].startswith("RuntimeError: checker exploded on purpose (at test_sweep.py:")
@@ -271,6 +353,42 @@ def test_a_run_that_raises_is_an_error_row_not_a_failed_sweep(spark, tmp_path):
     (cell,) = result.cells
     assert (cell["runs"], cell["errors"], cell["checked"]) == (3, 1, 0) and cell["violation_rate"] is None
     assert [r["seed"] for r in sw.example_rows(out)] == [2]
+
+
+# --- Spark ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def spark():
+    session = sweep_spark.spark_session("local[2]", app_name="rmqsim-tests")
+    yield session
+    session.stop()
+
+
+def _comparable(rows: list[dict]) -> list[dict]:
+    """Rows without their wall-clock time, in (cell, seed) order."""
+    return sorted(({k: v for k, v in r.items() if k != "wall_s"} for r in rows), key=lambda r: (r["cell"], r["seed"]))
+
+
+@pytest.mark.spark
+def test_spark_and_map_give_identical_rows_and_cells(spark, tmp_path):
+    body = ('base = "tiny.toml"\nseeds = 2\n[grid]\n"consumer.fail_probability" = [0.0, 0.5]\n'
+            '"broker.era" = ["5.3.3", "4.9.8"]\n"faults.process_crashes" = [0, 1]\n')
+    spec = sw.load_sweep_file(write_sweep(tmp_path, body))
+    on_spark, on_map = str(tmp_path / "spark"), str(tmp_path / "map")
+    a = sw.run_sweep(spec, on_spark, executor="spark", spark=spark, progress=False)
+    b = sw.run_sweep(spec, on_map, executor="map", progress=False)
+    assert (a.computed, b.computed) == (16, 16) and a.master == "local[2]" and b.master == "map"
+    spark_rows, map_rows = _comparable(sw.read_rows(on_spark).to_pylist()), _comparable(sw.read_rows(on_map).to_pylist())
+    assert len(spark_rows) == 16 and any(r["holds"] is False for r in map_rows) and any(r["crashes"] for r in map_rows)
+    # the replay commands name each directory's scenario files: the same file, byte for byte
+    for r in spark_rows + map_rows:
+        path = r.pop("repro").split()[2]
+        r["scenario_text"] = open(path).read()
+    assert spark_rows == map_rows
+    drop = ("wall_s_mean",)
+    assert ([{k: v for k, v in c.items() if k not in drop} for c in a.cells]
+            == [{k: v for k, v in c.items() if k not in drop} for c in b.cells])
 
 
 @pytest.mark.spark
