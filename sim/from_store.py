@@ -1,0 +1,305 @@
+"""``run --from-store DIR``: the simulated broker starts on a copy of a real store directory.
+
+``load_store_image`` reads DIR once (never writing to it), refuses what RocketMQ would refuse or silently lose
+(exit 2 with the path and offset), takes the mapped-file sizes from the files and the broker clock's start from
+the newest timestamp in the store. The world copies the files into its own disk (``install``) and lets its
+broker recover them as RocketMQ would: abnormally when the ``abort`` file is there, normally otherwise. Then
+every message copy the recovered commit log holds is recorded as a ``preloaded`` event (``record_population``),
+with what the config files say about it (delay offsets, the groups' committed offsets), so that the invariants
+can judge the messages the store already held (model/invariants.py, ``preloaded_owed``).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from dataclasses import dataclass
+
+from store import message as codec
+from store.broker.broker_controller import BrokerController, BrokerStartError
+from store.clock import ManualClock
+from store.config import BrokerConfig, MessageStoreConfig
+from store.disk import MemoryDisk
+from store.inspect import inspect_store_dir, is_store_dir
+from store.store_dir import mapped_file_sizes
+from store.timer.timer_wheel import SLOT_SIZE
+from store.topics import RMQ_SYS_SCHEDULE_TOPIC, TIMER_TOPIC
+
+ABORT_FILE = "abort"
+_NOT_DISPATCHED = (codec.TRANSACTION_PREPARED_TYPE, codec.TRANSACTION_ROLLBACK_TYPE)
+
+
+class StoreImageError(Exception):
+    """A directory ``run --from-store`` cannot start on: the path, where in it (if a byte offset), and why."""
+
+    def __init__(self, path: str, reason: str, offset: int | None = None) -> None:
+        where = f" at offset {offset}" if offset is not None else ""
+        super().__init__(f"{path}{where}: {reason}")
+        self.path = path
+        self.offset = offset
+
+
+@dataclass(frozen=True, eq=False)
+class StoreImage:
+    """A store directory read into memory: its files (relative path -> bytes), the sizes its files have, whether
+    the broker that wrote it exited cleanly, and the broker-clock time it was last written at."""
+
+    root: str
+    files: tuple[tuple[str, bytes], ...]
+    sizes: dict
+    last_exit_ok: bool
+    epoch_ms: int
+
+    def store_config(self, base: MessageStoreConfig) -> MessageStoreConfig:
+        """The run's store settings with the store's own mapped-file sizes (RocketMQ refuses other sizes)."""
+        return base.with_(**self.sizes)
+
+    def install(self, world) -> None:
+        """Copy the files into the world's disk (durably: they are on a disk already) and start the broker clock
+        at the store's newest timestamp: the broker restarts right after the store was last written."""
+        for rel, data in self.files:
+            world.disk.write_file(rel, data, fsync=True)
+        world.clock.epoch_ms = self.epoch_ms
+
+    def record_population(self, world) -> int:
+        """One ``preloaded`` event per message copy the recovered broker's commit log holds; the copy count."""
+        broker = world.broker
+        if broker is None:
+            return 0
+        count = 0
+        for event in population(broker, world.clock.now_ms()):
+            world.record("preloaded", **event)
+            count += 1
+        return count
+
+
+def _fail_on_errors(root: str, doc: dict) -> None:
+    """What RocketMQ refuses to load, or would silently cut off, is bad input: the first such error."""
+    abnormal = doc["abort"]
+    cl = doc["commitlog"]
+    last_file = cl["files"][-1] if cl["files"] else None
+    for error in cl["errors"]:
+        if error["error"].startswith("ignored:"):
+            continue
+        path = os.path.join(root, "commitlog", error["file"])
+        if error["pos"] is None:
+            raise StoreImageError(path, error["error"], error["phy_offset"])
+        # After an abnormal exit the last file may end in a torn record: recovery cuts it, as RocketMQ does.
+        if abnormal and error["file"] == last_file:
+            continue
+        raise StoreImageError(path, f"corrupt record ({error['error']}); recovery would drop everything after it",
+                              error["pos"])
+    configs = doc["config"]
+    for name in sorted(configs):
+        if name.endswith(".bak") or not isinstance(configs[name], dict) or "error" not in configs[name]:
+            continue
+        bak = configs.get(name + ".bak")
+        if isinstance(bak, dict) and "error" not in bak:
+            continue  # RocketMQ falls back to the .bak copy
+        raise StoreImageError(os.path.join(root, "config", name), configs[name]["error"] + " (and no usable .bak)")
+    timer = doc.get("timer") or {}
+    timer_log = timer.get("timerlog") or {}
+    for error in timer_log.get("errors", []):
+        if error["error"].startswith("ignored:") or (abnormal and error["pos"] is not None):
+            continue
+        raise StoreImageError(os.path.join(root, "timerlog", error["file"]), error["error"], error["pos"])
+    wheel = timer.get("timerwheel") or {}
+    for error in wheel.get("errors", []):
+        raise StoreImageError(os.path.join(root, "timerwheel"), error)
+
+
+def _cq_file_sizes(root: str) -> None:
+    """Every consume-queue file has the first one's size, a whole number of 20-byte units (else RocketMQ refuses)."""
+    first: tuple[str, int] | None = None
+    cq_root = os.path.join(root, "consumequeue")
+    if not os.path.isdir(cq_root):
+        return
+    for topic in sorted(os.listdir(cq_root)):
+        topic_dir = os.path.join(cq_root, topic)
+        for queue in sorted(os.listdir(topic_dir)) if os.path.isdir(topic_dir) else []:
+            queue_dir = os.path.join(topic_dir, queue)
+            for name in sorted(os.listdir(queue_dir)) if os.path.isdir(queue_dir) else []:
+                path = os.path.join(queue_dir, name)
+                if not name.isdigit() or not os.path.isfile(path):
+                    continue
+                size = os.path.getsize(path)
+                if first is None:
+                    first = (path, size)
+                    if size % 20:
+                        raise StoreImageError(path, f"consume-queue file size {size} is not a multiple of 20")
+                elif size != first[1]:
+                    raise StoreImageError(path, f"consume-queue file size {size} differs from {first[1]} "
+                                                f"({first[0]}); RocketMQ refuses to load it")
+
+
+def _sizes(root: str) -> dict:
+    """MessageStoreConfig fields for the sizes the store's files have."""
+    found = mapped_file_sizes(root)
+    sizes = {}
+    if "commit_log" in found:
+        sizes["mapped_file_size_commit_log"] = found["commit_log"]
+    if "consume_queue" in found:
+        sizes["mapped_file_size_consume_queue"] = found["consume_queue"]
+    timer_log = os.path.join(root, "timerlog")
+    if os.path.isdir(timer_log):
+        names = sorted(n for n in os.listdir(timer_log) if n.isdigit() and os.path.getsize(os.path.join(timer_log, n)))
+        if names:
+            sizes["mapped_file_size_timer_log"] = os.path.getsize(os.path.join(timer_log, names[0]))
+    wheel = os.path.join(root, "timerwheel")
+    if os.path.isfile(wheel) and os.path.getsize(wheel):
+        size = os.path.getsize(wheel)
+        if size % (2 * SLOT_SIZE):
+            raise StoreImageError(wheel, f"timer wheel length {size} is not a whole number of slot pairs")
+        sizes["timer_slots_total"] = size // (2 * SLOT_SIZE)
+    return sizes
+
+
+def _read_files(root: str) -> tuple[tuple[str, bytes], ...]:
+    out = []
+    for directory, dirs, names in os.walk(root):
+        dirs.sort()
+        rel_dir = os.path.relpath(directory, root)
+        for name in sorted(names):
+            path = os.path.join(directory, name)
+            if not os.path.isfile(path):
+                continue
+            with open(path, "rb") as f:
+                data = f.read()
+            out.append((name if rel_dir == "." else f"{rel_dir.replace(os.sep, '/')}/{name}", data))
+    return tuple(out)
+
+
+def _epoch_ms(doc: dict, fallback_ms: int) -> int:
+    """One past the newest store timestamp the store holds (records, checkpoint, timer read time)."""
+    times = [r["store_timestamp"] for r in doc["commitlog"]["records"]]
+    cp = doc.get("checkpoint") or {}
+    times += [cp.get("physic_msg_timestamp", 0), cp.get("logics_msg_timestamp", 0)]
+    timer_cp = ((doc.get("timer") or {}).get("checkpoint") or {})
+    times.append(timer_cp.get("last_read_time_ms", 0))
+    newest = max((t for t in times if isinstance(t, int) and 0 < t < 1 << 62), default=0)
+    return newest + 1 if newest else fallback_ms
+
+
+def load_store_image(root: str, store_config: MessageStoreConfig, broker_config: BrokerConfig | None = None,
+                     fallback_epoch_ms: int = 0) -> StoreImage:
+    """Read ``root`` into a ``StoreImage`` and try a broker's load on a copy: raise ``StoreImageError`` for what
+    is not a store, what RocketMQ refuses to load, and corrupt records recovery would silently cut off."""
+    if not os.path.isdir(root):
+        raise StoreImageError(root, "not a directory")
+    if not is_store_dir(root):
+        raise StoreImageError(root, "not a RocketMQ store directory (no commitlog/, consumequeue/, config/, "
+                                    "checkpoint, timerlog/ or timerwheel in it)")
+    try:
+        doc = inspect_store_dir(root)
+        _fail_on_errors(root, doc)
+        _cq_file_sizes(root)
+        sizes = _sizes(root)
+        files = _read_files(root)
+    except OSError as error:
+        raise StoreImageError(error.filename or root, f"cannot read: {error.strerror}") from None
+    image = StoreImage(root=os.path.abspath(root), files=files, sizes=sizes, last_exit_ok=not doc["abort"],
+                       epoch_ms=_epoch_ms(doc, fallback_epoch_ms))
+    _trial_load(image, store_config, broker_config or BrokerConfig())
+    return image
+
+
+def _trial_load(image: StoreImage, store_config: MessageStoreConfig, broker_config: BrokerConfig) -> None:
+    """The broker's own load over a scratch copy: whatever it refuses (a config file, a mapped file) is bad input."""
+    disk = MemoryDisk()
+    for rel, data in image.files:
+        disk.write_file(rel, data, fsync=True)
+    broker = BrokerController(disk, ManualClock(image.epoch_ms), rng=random.Random(0), broker_config=broker_config,
+                              store_config=image.store_config(store_config))
+    try:
+        broker.initialize()
+    except BrokerStartError as error:
+        raise StoreImageError(image.root, f"the broker refuses to load it: {error}") from None
+
+
+# --- the population ---------------------------------------------------------------------------------------------
+def _records(broker: BrokerController):
+    """(phy_offset, MessageExt) of every dispatched record of the recovered commit log, in commit-log order."""
+    cl = broker.message_store.commit_log
+    offset, end = cl.get_min_offset(), cl.get_max_offset()
+    while 0 <= offset < end:
+        data = cl.get_data(offset)
+        pos = 0
+        while data is not None and pos < len(data):
+            req = codec.check_message_and_return_size(data, pos, check_crc=False)
+            if not (req.success and req.msg_size > 0):
+                break
+            msg = codec.decode_message(data, pos)
+            if msg is not None and codec.transaction_type(msg.sys_flag) not in _NOT_DISPATCHED:
+                yield offset + pos, msg
+            pos += req.msg_size
+        offset = cl.roll_next_file(offset)
+
+
+def _committed(broker: BrokerController, topic: str, queue_id: int) -> dict[str, int]:
+    """group -> the committed offset of ``topic``/``queue_id`` in consumerOffset.json (as loaded), groups sorted."""
+    out = {}
+    for key, queues in broker.consumer_offset_manager.offset_table.items():
+        key_topic, _, group = key.partition("@")
+        if key_topic == topic and queue_id in queues:
+            out[group] = queues[queue_id]
+    return dict(sorted(out.items()))
+
+
+def population(broker: BrokerController, now_ms: int) -> list[dict]:
+    """The ``preloaded`` events' fields for every copy: where it is, what is due, and who committed past it.
+
+    ``state``: ``pending`` (a SCHEDULE_TOPIC_XXXX copy at or past its level's delay offset, or a timer copy with
+    no later copy of the message in its real topic: it is still to be delivered), ``delivered`` (a scheduled copy
+    already delivered), ``stored`` (a copy in a consumable topic). ``offsets``: the groups' committed offsets of
+    the queue the copy is consumed from (its own; a scheduled copy's real topic and queue)."""
+    records = list(_records(broker))
+    store = broker.message_store
+    delay_offsets = broker.schedule_message_service.offset_table
+    later_real: dict[str, list[tuple[int, str]]] = {}  # msg_id -> (phy_offset, topic) of consumable copies
+    for phy, msg in records:
+        if msg.topic not in (RMQ_SYS_SCHEDULE_TOPIC, TIMER_TOPIC):
+            later_real.setdefault(_msg_id(msg), []).append((phy, msg.topic))
+    out = []
+    for phy, msg in records:
+        msg_id = _msg_id(msg)
+        props = msg.properties
+        real_topic = props.get(codec.PROPERTY_REAL_TOPIC)
+        real_qid = props.get(codec.PROPERTY_REAL_QUEUE_ID)
+        real_queue_id = int(real_qid) if real_qid and real_qid.lstrip("-").isdigit() else None
+        level = _int(props.get(codec.PROPERTY_DELAY_TIME_LEVEL))
+        deliver_ms = None
+        if msg.topic == RMQ_SYS_SCHEDULE_TOPIC:
+            cq = store.get_consume_queue(msg.topic, msg.queue_id)
+            unit = cq.get_unit(msg.queue_offset) if cq is not None else None
+            deliver_ms = unit[2] if unit is not None and unit[0] == phy else (
+                msg.store_timestamp + store.delay_level_table_ms.get(min(max(level, 1), len(store.delay_level_table_ms)), 0))
+            state = "pending" if msg.queue_offset >= delay_offsets.get(msg.queue_id + 1, 0) else "delivered"
+        elif msg.topic == TIMER_TOPIC:
+            deliver_ms = _int(props.get(codec.PROPERTY_TIMER_OUT_MS)) or None
+            done = any(p > phy and t == real_topic for p, t in later_real.get(msg_id, ()))
+            state = "delivered" if done else "pending"
+        else:
+            state = "stored"
+        scheduled = deliver_ms is not None or msg.topic in (RMQ_SYS_SCHEDULE_TOPIC, TIMER_TOPIC)
+        queue = (real_topic, real_queue_id) if scheduled else (msg.topic, msg.queue_id)
+        offsets = _committed(broker, *queue) if queue[0] is not None and queue[1] is not None else {}
+        event = {"msg_id": msg_id, "topic": msg.topic, "queue_id": msg.queue_id, "queue_offset": msg.queue_offset,
+                 "phy_offset": phy, "size": msg.store_size, "store_ms": msg.store_timestamp, "broker_ms": now_ms,
+                 "reconsume_times": msg.reconsume_times, "tags": msg.tags, "real_topic": real_topic,
+                 "real_queue_id": real_queue_id, "delay_level": level, "deliver_ms": deliver_ms, "state": state,
+                 "offsets": offsets}
+        out.append(event)
+    return out
+
+
+def _msg_id(msg: codec.MessageExt) -> str:
+    """The message's UNIQ_KEY, or its offsetMsgId when it has none (as RocketMQ's getMsgId falls back)."""
+    return msg.uniq_key or msg.msg_id
+
+
+def _int(text: str | None) -> int:
+    try:
+        return int(text) if text is not None else 0
+    except ValueError:
+        return 0
+
