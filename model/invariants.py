@@ -21,7 +21,7 @@ from .stats import (
     is_schedule_store,
     pending_messages,
 )
-from .topics import SCHEDULE_TOPIC, TIMER_TOPIC
+from .topics import DLQ_PREFIX, RETRY_PREFIX, SCHEDULE_TOPIC, TIMER_TOPIC
 
 CONSUME_SUCCESS = "CONSUME_SUCCESS"
 MAX_QUOTED_EVENTS = 8
@@ -113,6 +113,12 @@ class _Index:
             if msg_id is not None:
                 self.by_msg[msg_id].append(e)
         self.sent_ok = [e for e in self.by_kind["send"] if e["status"] == "SEND_OK"]
+        # run --from-store: msg_id -> the copies the store held at the start (``preloaded``), not sent in the run
+        sent_ids = {e["msg_id"] for e in self.sent_ok}
+        self.preloaded: dict[str, list[dict]] = {}
+        for e in self.by_kind["preloaded"]:
+            if e["msg_id"] not in sent_ids:
+                self.preloaded.setdefault(e["msg_id"], []).append(e)
         self._pending: dict[str, int] | None = None
         self.drain_t = next((e["t_ms"] for e in self.by_kind["drain"]), None)
         self.clock_steps = [e for e in self.by_kind["fault"] if e.get("site") == "clock"]
@@ -318,6 +324,42 @@ def _subscribed(group: GroupInfo, send: dict) -> bool:
     return group.tags is None or send.get("tags") in group.tags
 
 
+# --- the preloaded population (run --from-store) ----------------------------------------------------------------
+def preloaded_owed(copies: list[dict], g: GroupInfo) -> list[dict]:
+    """The copies (``preloaded`` events of one message) that oblige clustering group ``g`` to consume the message
+    or dead-letter it in the run; empty when the store says ``g`` is done with it or never owed it.
+
+    A copy in ``%DLQ%g`` means g is done (a dead letter stays one). Otherwise a copy is owed when it is consumed
+    from g's topic (tags matching) or from ``%RETRY%g`` -- a stored copy at or past g's committed offset of its
+    queue, or a scheduled copy still pending (it will be appended past any committed offset). A group with no
+    committed offset for a queue of its topic is not judged there (where it starts depends on RocketMQ's
+    CONSUME_FROM rule and the young-queue rule); its retry queue is read from offset 0 (computePullFromWhere)."""
+    if g.model != "CLUSTERING" or any(c["topic"] == DLQ_PREFIX + g.group for c in copies):
+        return []
+    owed = []
+    for c in copies:
+        if c["state"] == "delivered":
+            continue
+        topic = c["real_topic"] if c["state"] == "pending" else c["topic"]
+        if topic == RETRY_PREFIX + g.group:
+            offset = c["offsets"].get(g.group, 0)
+        elif topic == g.topic and (g.tags is None or c.get("tags") in g.tags):
+            offset = c["offsets"].get(g.group)
+        else:
+            continue
+        if offset is not None and (c["state"] == "pending" or c["queue_offset"] >= offset):
+            owed.append(c)
+    return owed
+
+
+def _where(copy: dict) -> str:
+    """A preloaded copy in words: its topic and queue, and what is due."""
+    text = f"{copy['topic']} q{copy['queue_id']} #{copy['queue_offset']}"
+    if copy["state"] == "pending":
+        text += f" (pending for {copy['real_topic']}, due at broker time {copy['deliver_ms']})"
+    return text
+
+
 # --- no_loss -------------------------------------------------------------------------------------------------
 def check_no_loss(ix: _Index, ctx: RunContext) -> dict:
     """A message not due before the end of the drain (``model.stats.pending_messages``) is pending, not lost: it
@@ -352,6 +394,22 @@ def check_no_loss(ix: _Index, ctx: RunContext) -> dict:
                                    "explanation": f"sent with SEND_OK but by the end of the drain {g.group} neither "
                                                   f"consumed it successfully nor dead-lettered it "
                                                   f"({len(consumes)} attempt(s); its last event was '{last}')"})
+    for msg_id, copies in ix.preloaded.items():  # run --from-store: what the store owed each group at the start
+        events = ix.by_msg[msg_id]
+        for g in ctx.groups:
+            owed = preloaded_owed(copies, g)
+            if not owed:
+                continue
+            if msg_id in not_due and not _done_in(events, g):
+                pending += 1
+                continue
+            checked += 1
+            if not _done_in(events, g) and not ix.lost_to_a_fault(msg_id, g.group):
+                attempts = sum(1 for e in events if e["kind"] == "consume" and e["group"] == g.group)
+                violations.append({"msg_id": msg_id, "group": g.group, "events": ix.quote(msg_id),
+                                   "explanation": f"in the store at the start ({_where(owed[-1])}) and owed to "
+                                                  f"{g.group}, but by the end of the drain {g.group} neither consumed "
+                                                  f"it successfully nor dead-lettered it ({attempts} attempt(s))"})
     verdict = _verdict(checked, violations)
     verdict["pending"] = pending
     return verdict
@@ -564,10 +622,24 @@ def check_dlq_after_max_retries(ix: _Index, ctx: RunContext) -> dict:
             limit = g.max_reconsume_times
             consumes = [e for e in events if e["kind"] == "consume" and e["group"] == group]
             dlqs = [e for e in events if e["kind"] == "dlq" and e["group"] == group]
-            if not consumes and not dlqs:
+            copies = ix.preloaded.get(msg_id, [])
+            dead_before = [c for c in copies if c["topic"] == DLQ_PREFIX + group]
+            if not consumes and not dlqs and not dead_before:
                 continue
             checked += 1
-            too_many = [c for c in consumes if c["reconsume_times"] > limit and not _local_repeat(consumes, c)]
+            if dead_before:  # a dead letter in the store stays one: no copy the run stores reaches the group again
+                stored = {(e["topic"], e["queue_id"], e["queue_offset"]) for e in events if e["kind"] == "store"}
+                again = [c for c in consumes if (c["queue_topic"], c["queue_id"], c["queue_offset"]) in stored]
+                if again:
+                    violations.append({"msg_id": msg_id, "group": group, "events": ix.quote(msg_id),
+                                       "explanation": f"in %DLQ%{group} at the start (stored at broker time "
+                                                      f"{dead_before[0]['store_ms']}), yet delivered to {group} again "
+                                                      f"as retry {again[0]['reconsume_times']}"})
+                    continue
+            # A retry count the store already held (a limit lowered since) is RocketMQ's to keep, not a retry too many.
+            preset = {c["reconsume_times"] for c in copies}
+            too_many = [c for c in consumes if c["reconsume_times"] > limit and not _local_repeat(consumes, c)
+                        and c["reconsume_times"] not in preset]
             if too_many:
                 c = too_many[0]
                 violations.append({"msg_id": msg_id, "group": group, "events": ix.quote(msg_id),

@@ -19,6 +19,7 @@ from store import message as codec
 from store.broker.broker_controller import BrokerController, BrokerStartError
 from store.clock import ManualClock
 from store.config import BrokerConfig, MessageStoreConfig
+from store.delay_level import parse_delay_level
 from store.disk import MemoryDisk
 from store.inspect import inspect_store_dir, is_store_dir
 from store.store_dir import mapped_file_sizes
@@ -49,6 +50,7 @@ class StoreImage:
     sizes: dict
     last_exit_ok: bool
     epoch_ms: int
+    copies: tuple[dict, ...]  # the ``preloaded`` events' fields, from the files alone (``population``)
 
     def store_config(self, base: MessageStoreConfig) -> MessageStoreConfig:
         """The run's store settings with the store's own mapped-file sizes (RocketMQ refuses other sizes)."""
@@ -62,15 +64,11 @@ class StoreImage:
         world.clock.epoch_ms = self.epoch_ms
 
     def record_population(self, world) -> int:
-        """One ``preloaded`` event per message copy the recovered broker's commit log holds; the copy count."""
-        broker = world.broker
-        if broker is None:
-            return 0
-        count = 0
-        for event in population(broker, world.clock.now_ms()):
-            world.record("preloaded", **event)
-            count += 1
-        return count
+        """One ``preloaded`` event per message copy of the store, at the run's start; the copy count."""
+        now_ms = world.clock.now_ms()
+        for copy in self.copies:
+            world.record("preloaded", **{**copy, "broker_ms": now_ms})
+        return len(self.copies)
 
 
 def _fail_on_errors(root: str, doc: dict) -> None:
@@ -198,7 +196,8 @@ def load_store_image(root: str, store_config: MessageStoreConfig, broker_config:
     except OSError as error:
         raise StoreImageError(error.filename or root, f"cannot read: {error.strerror}") from None
     image = StoreImage(root=os.path.abspath(root), files=files, sizes=sizes, last_exit_ok=not doc["abort"],
-                       epoch_ms=_epoch_ms(doc, fallback_epoch_ms))
+                       epoch_ms=_epoch_ms(doc, fallback_epoch_ms),
+                       copies=population(doc, parse_delay_level(store_config.message_delay_level)))
     _trial_load(image, store_config, broker_config or BrokerConfig())
     return image
 
@@ -217,84 +216,81 @@ def _trial_load(image: StoreImage, store_config: MessageStoreConfig, broker_conf
 
 
 # --- the population ---------------------------------------------------------------------------------------------
-def _records(broker: BrokerController):
-    """(phy_offset, MessageExt) of every dispatched record of the recovered commit log, in commit-log order."""
-    cl = broker.message_store.commit_log
-    offset, end = cl.get_min_offset(), cl.get_max_offset()
-    while 0 <= offset < end:
-        data = cl.get_data(offset)
-        pos = 0
-        while data is not None and pos < len(data):
-            req = codec.check_message_and_return_size(data, pos, check_crc=False)
-            if not (req.success and req.msg_size > 0):
-                break
-            msg = codec.decode_message(data, pos)
-            if msg is not None and codec.transaction_type(msg.sys_flag) not in _NOT_DISPATCHED:
-                yield offset + pos, msg
-            pos += req.msg_size
-        offset = cl.roll_next_file(offset)
+def _config(doc: dict, name: str) -> dict:
+    """A config file as parsed from the directory, or its .bak when the file is unreadable (as RocketMQ loads)."""
+    for candidate in (name, name + ".bak"):
+        parsed = doc["config"].get(candidate)
+        if isinstance(parsed, dict) and "error" not in parsed:
+            return parsed
+    return {}
 
 
-def _committed(broker: BrokerController, topic: str, queue_id: int) -> dict[str, int]:
-    """group -> the committed offset of ``topic``/``queue_id`` in consumerOffset.json (as loaded), groups sorted."""
+def _committed(consumer_offsets: dict, topic: str | None, queue_id: int | None) -> dict[str, int]:
+    """group -> its committed offset of ``topic``/``queue_id`` in consumerOffset.json, groups sorted."""
     out = {}
-    for key, queues in broker.consumer_offset_manager.offset_table.items():
+    if topic is None or queue_id is None:
+        return out
+    for key, queues in consumer_offsets.items():
         key_topic, _, group = key.partition("@")
-        if key_topic == topic and queue_id in queues:
-            out[group] = queues[queue_id]
+        if key_topic == topic and isinstance(queues, dict) and isinstance(queues.get(str(queue_id)), int):
+            out[group] = queues[str(queue_id)]
     return dict(sorted(out.items()))
 
 
-def population(broker: BrokerController, now_ms: int) -> list[dict]:
-    """The ``preloaded`` events' fields for every copy: where it is, what is due, and who committed past it.
+def population(doc: dict, delay_level_ms: dict[int, int]) -> tuple[dict, ...]:
+    """The ``preloaded`` events' fields (but ``broker_ms``) for every message copy of the store, from its files
+    alone (an oracle independent of the broker that recovers them): where it is, what is due, who committed past it.
 
-    ``state``: ``pending`` (a SCHEDULE_TOPIC_XXXX copy at or past its level's delay offset, or a timer copy with
-    no later copy of the message in its real topic: it is still to be delivered), ``delivered`` (a scheduled copy
-    already delivered), ``stored`` (a copy in a consumable topic). ``offsets``: the groups' committed offsets of
-    the queue the copy is consumed from (its own; a scheduled copy's real topic and queue)."""
-    records = list(_records(broker))
-    store = broker.message_store
-    delay_offsets = broker.schedule_message_service.offset_table
+    ``state``: ``pending`` (a SCHEDULE_TOPIC_XXXX copy at or past its level's offset in delayOffset.json, or a
+    timer copy with no later copy of the message in its real topic: still to be delivered), ``delivered`` (a
+    scheduled copy already delivered), ``stored`` (a copy in a consumable topic). ``deliver_ms``: the due time
+    the level queue's unit holds (its tagsCode), or, where no unit is, store time + the run's level delay.
+    ``offsets``: the groups' committed offsets of the queue the copy is consumed from (a scheduled copy's real one)."""
+    delay_offsets = _config(doc, "delayOffset.json").get("offsetTable") or {}
+    consumer_offsets = _config(doc, "consumerOffset.json").get("offsetTable") or {}
+    records = [r for r in doc["commitlog"]["records"]
+               if codec.transaction_type(r["sys_flag"]) not in _NOT_DISPATCHED]
     later_real: dict[str, list[tuple[int, str]]] = {}  # msg_id -> (phy_offset, topic) of consumable copies
-    for phy, msg in records:
-        if msg.topic not in (RMQ_SYS_SCHEDULE_TOPIC, TIMER_TOPIC):
-            later_real.setdefault(_msg_id(msg), []).append((phy, msg.topic))
+    for r in records:
+        if r["topic"] not in (RMQ_SYS_SCHEDULE_TOPIC, TIMER_TOPIC):
+            later_real.setdefault(_msg_id(r), []).append((r["phy_offset"], r["topic"]))
+    top = max(delay_level_ms) if delay_level_ms else 0
+    level_units = {(int(qid), u["queue_offset"], u["commit_log_offset"]): u["tags_code"]
+                   for qid, queue in doc["consumequeue"].get(RMQ_SYS_SCHEDULE_TOPIC, {}).items() for u in queue["units"]}
     out = []
-    for phy, msg in records:
-        msg_id = _msg_id(msg)
-        props = msg.properties
+    for r in records:
+        msg_id, props, phy = _msg_id(r), r["properties"], r["phy_offset"]
         real_topic = props.get(codec.PROPERTY_REAL_TOPIC)
         real_qid = props.get(codec.PROPERTY_REAL_QUEUE_ID)
         real_queue_id = int(real_qid) if real_qid and real_qid.lstrip("-").isdigit() else None
         level = _int(props.get(codec.PROPERTY_DELAY_TIME_LEVEL))
         deliver_ms = None
-        if msg.topic == RMQ_SYS_SCHEDULE_TOPIC:
-            cq = store.get_consume_queue(msg.topic, msg.queue_id)
-            unit = cq.get_unit(msg.queue_offset) if cq is not None else None
-            deliver_ms = unit[2] if unit is not None and unit[0] == phy else (
-                msg.store_timestamp + store.delay_level_table_ms.get(min(max(level, 1), len(store.delay_level_table_ms)), 0))
-            state = "pending" if msg.queue_offset >= delay_offsets.get(msg.queue_id + 1, 0) else "delivered"
-        elif msg.topic == TIMER_TOPIC:
+        scheduled = r["topic"] in (RMQ_SYS_SCHEDULE_TOPIC, TIMER_TOPIC)
+        if r["topic"] == RMQ_SYS_SCHEDULE_TOPIC:
+            unit = level_units.get((r["queue_id"], r["queue_offset"], phy))
+            deliver_ms = unit if unit is not None else (
+                r["store_timestamp"] + delay_level_ms.get(min(max(level, 1), top), 0))
+            done = r["queue_offset"] < _int(str(delay_offsets.get(str(r["queue_id"] + 1), 0)))
+            state = "delivered" if done else "pending"
+        elif r["topic"] == TIMER_TOPIC:
             deliver_ms = _int(props.get(codec.PROPERTY_TIMER_OUT_MS)) or None
             done = any(p > phy and t == real_topic for p, t in later_real.get(msg_id, ()))
             state = "delivered" if done else "pending"
         else:
             state = "stored"
-        scheduled = deliver_ms is not None or msg.topic in (RMQ_SYS_SCHEDULE_TOPIC, TIMER_TOPIC)
-        queue = (real_topic, real_queue_id) if scheduled else (msg.topic, msg.queue_id)
-        offsets = _committed(broker, *queue) if queue[0] is not None and queue[1] is not None else {}
-        event = {"msg_id": msg_id, "topic": msg.topic, "queue_id": msg.queue_id, "queue_offset": msg.queue_offset,
-                 "phy_offset": phy, "size": msg.store_size, "store_ms": msg.store_timestamp, "broker_ms": now_ms,
-                 "reconsume_times": msg.reconsume_times, "tags": msg.tags, "real_topic": real_topic,
-                 "real_queue_id": real_queue_id, "delay_level": level, "deliver_ms": deliver_ms, "state": state,
-                 "offsets": offsets}
-        out.append(event)
-    return out
+        queue = (real_topic, real_queue_id) if scheduled else (r["topic"], r["queue_id"])
+        out.append({"msg_id": msg_id, "topic": r["topic"], "queue_id": r["queue_id"],
+                    "queue_offset": r["queue_offset"], "phy_offset": phy, "size": r["total_size"],
+                    "store_ms": r["store_timestamp"], "reconsume_times": r["reconsume_times"],
+                    "tags": props.get(codec.PROPERTY_TAGS), "real_topic": real_topic, "real_queue_id": real_queue_id,
+                    "delay_level": level, "deliver_ms": deliver_ms, "state": state,
+                    "offsets": _committed(consumer_offsets, *queue)})
+    return tuple(out)
 
 
-def _msg_id(msg: codec.MessageExt) -> str:
+def _msg_id(record: dict) -> str:
     """The message's UNIQ_KEY, or its offsetMsgId when it has none (as RocketMQ's getMsgId falls back)."""
-    return msg.uniq_key or msg.msg_id
+    return record["properties"].get(codec.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or record["msg_id"]
 
 
 def _int(text: str | None) -> int:
@@ -302,4 +298,3 @@ def _int(text: str | None) -> int:
         return int(text) if text is not None else 0
     except ValueError:
         return 0
-
