@@ -1,0 +1,338 @@
+"""``rmqsim run SCENARIO --from-store DIR``: the broker starts on a copy of a store directory, and the messages the
+store held join the checked population (``preloaded`` events)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from model.history import validate_history
+from scenarios.cli import main
+from scenarios.scenario import load_scenario_text
+from sim.from_store import StoreImage, StoreImageError, load_store_image
+from sim.run import run_scenario
+from sim.world import World
+from store import fastjson
+from store import message as codec
+
+# A: level-1 and level-16 (30 min) messages; the consumer fails twice with 1 retry, so every level-1 message ends
+# in %DLQ%GroupA, while the level-16 ones are still waiting in SCHEDULE_TOPIC_XXXX when A ends.
+SCENARIO_A = """
+name = "from-store-a"
+seed = 1
+duration = "20s"
+drain = "40s"
+
+[[topic]]
+name = "TopicTest"
+queues = 2
+
+[[producer]]
+topic = "TopicTest"
+messages = 20
+rate = "2/s"
+delay_levels = [1, 16]
+
+[[consumer]]
+group = "GroupA"
+topic = "TopicTest"
+max_reconsume_times = 1
+fail_first = 2
+"""
+
+# B: the same group, a little traffic of its own, and a drain long enough for A's pending level-16 messages.
+SCENARIO_B = """
+name = "from-store-b"
+seed = 7
+duration = "10s"
+drain = "35m"
+
+[[topic]]
+name = "TopicTest"
+queues = 2
+
+[[producer]]
+topic = "TopicTest"
+messages = 4
+rate = "1/s"
+
+[[consumer]]
+group = "GroupA"
+topic = "TopicTest"
+max_reconsume_times = 1
+"""
+
+# C: a consumer for a hand-made store's messages (and one message of its own).
+SCENARIO_C = """
+name = "from-store-c"
+seed = 3
+duration = "5s"
+drain = "2m"
+
+[[topic]]
+name = "TopicTest"
+queues = 2
+
+[[producer]]
+topic = "TopicTest"
+messages = 1
+
+[[consumer]]
+group = "GroupA"
+topic = "TopicTest"
+"""
+
+
+def _scenario(text: str, name: str):
+    return load_scenario_text(text, name)
+
+
+def _tree_digest(root) -> str:
+    h = hashlib.sha256()
+    for directory, dirs, files in os.walk(root):
+        dirs.sort()
+        for name in sorted(files):
+            path = os.path.join(directory, name)
+            h.update(os.path.relpath(path, root).encode())
+            with open(path, "rb") as f:
+                h.update(f.read())
+    return h.hexdigest()
+
+
+def _image(store_dir, scenario) -> StoreImage:
+    world = World(scenario, scenario.seed)
+    return load_store_image(str(store_dir), world.store_config, world.broker_config, world.clock.epoch_ms)
+
+
+@pytest.fixture(scope="module")
+def store_of_a(tmp_path_factory):
+    out = tmp_path_factory.mktemp("a")
+    result = run_scenario(_scenario(SCENARIO_A, "a.toml"), disk="os", out_dir=str(out))
+    assert result.summary["verdict"] == "holds"
+    return out / "store"
+
+
+def _events(result, kind):
+    return [e for e in result.history.events if e["kind"] == kind]
+
+
+# --- (1) a store a scenario wrote to the OS disk ----------------------------------------------------------------
+def test_pending_delayed_messages_of_a_are_delivered_in_b(store_of_a):
+    before = _tree_digest(store_of_a)
+    scenario = _scenario(SCENARIO_B, "b.toml")
+    result = run_scenario(scenario, from_store=_image(store_of_a, scenario))
+    assert _tree_digest(store_of_a) == before  # DIR is never modified
+    validate_history(result.history.events)
+    preloaded = _events(result, "preloaded")
+    pending = sorted({e["msg_id"] for e in preloaded if e["state"] == "pending"})
+    dead = sorted({e["msg_id"] for e in preloaded if e["topic"] == "%DLQ%GroupA"})
+    assert len(pending) == 10 and len(dead) == 10
+    assert all(e["delay_level"] == 16 for e in preloaded if e["state"] == "pending")
+    delivered = {e["msg_id"] for e in _events(result, "deliver")}
+    consumed = {e["msg_id"] for e in _events(result, "consume") if e["status"] == "CONSUME_SUCCESS"}
+    assert set(pending) <= delivered and set(pending) <= consumed
+    assert not set(dead) & consumed  # dead letters stay in the DLQ
+    inv = result.summary["invariants"]
+    assert result.summary["verdict"] == "holds", {k: v["violations"][:1] for k, v in inv.items() if not v["holds"]}
+    assert inv["no_loss"]["checked"] == 4 + 10  # B's own sends + A's pending messages
+    assert inv["dlq_after_max_retries"]["checked"] == 4 + 10 + 10  # ... + A's dead letters
+    assert inv["no_early_delivery"]["checked"] >= 10 and inv["bounded_lateness"]["checked"] >= 10
+    assert result.summary["from_store"] == os.path.abspath(store_of_a)
+    assert "--from-store" in result.summary["repro"]
+
+
+def test_a_broker_that_drops_one_preloaded_message_fails_no_loss(store_of_a, monkeypatch):
+    """Planted bug: the simulated broker loses the first pending level-16 message of the store (its copy of
+    delayOffset.json is one past it); the population comes from DIR itself, so no_loss names that message."""
+    scenario = _scenario(SCENARIO_B, "b.toml")
+    image = _image(store_of_a, scenario)
+    first_pending = next(c for c in image.copies if c["state"] == "pending")
+    original = StoreImage.install
+
+    def install_dropping_one(self, world):
+        original(self, world)
+        table = fastjson.loads(world.disk.read_file("config/delayOffset.json").decode())
+        table["offsetTable"][first_pending["queue_id"] + 1] = first_pending["queue_offset"] + 1
+        for name in ("config/delayOffset.json", "config/delayOffset.json.bak"):
+            world.disk.write_file(name, fastjson.dumps(table).encode(), fsync=True)
+
+    monkeypatch.setattr(StoreImage, "install", install_dropping_one)
+    result = run_scenario(scenario, from_store=image)
+    no_loss = result.summary["invariants"]["no_loss"]
+    assert not no_loss["holds"]
+    assert [v["msg_id"] for v in no_loss["violations"]] == [first_pending["msg_id"]]
+    assert "in the store at the start" in no_loss["violations"][0]["explanation"]
+
+
+def test_a_dead_letter_delivered_again_fails_dlq_after_max_retries(store_of_a, monkeypatch):
+    """Planted bug: the store's dead letters lose their DLQ copy in the population (as if they were still owed)
+    and the run re-sends one; the check must see the DLQ'd message come back through a retry."""
+    from model import invariants
+
+    scenario = _scenario(SCENARIO_B, "b.toml")
+    result = run_scenario(scenario, from_store=_image(store_of_a, scenario))
+    events = result.history.events
+    dead = next(e for e in events if e["kind"] == "preloaded" and e["topic"] == "%DLQ%GroupA")
+    t = events[-1]["t_ms"]
+    extra = [{"seq": len(events), "t_ms": t, "kind": "store", "msg_id": dead["msg_id"], "topic": "%RETRY%GroupA",
+              "queue_id": 0, "queue_offset": 999, "phy_offset": 10**6, "size": 200, "reconsume_times": 1,
+              "broker_ms": dead["broker_ms"] + t},
+             {"seq": len(events) + 1, "t_ms": t, "kind": "consume", "group": "GroupA", "client_id": "GroupA-0@sim",
+              "msg_id": dead["msg_id"], "topic": "TopicTest", "queue_topic": "%RETRY%GroupA", "queue_id": 0,
+              "queue_offset": 999, "reconsume_times": 1, "status": "CONSUME_SUCCESS"}]
+    from sim.checking import context_of
+
+    verdict = invariants.check_events(events + extra, context_of(result.world, events + extra),
+                                      only=["dlq_after_max_retries"])["dlq_after_max_retries"]
+    assert not verdict["holds"] and verdict["violations"][0]["msg_id"] == dead["msg_id"]
+    assert "in %DLQ%GroupA at the start" in verdict["violations"][0]["explanation"]
+
+
+def test_a_killed_broker_on_that_store_recovers_abnormally_and_keeps_the_pending_messages(store_of_a, tmp_path):
+    """The README's question: what happens to what is pending if the broker is killed now? The abort file
+    makes the recovery abnormal; every pending message must still be delivered."""
+    import shutil
+
+    killed = tmp_path / "killed"
+    shutil.copytree(store_of_a, killed)
+    (killed / "abort").write_bytes(b"")
+    scenario = _scenario(SCENARIO_B, "b.toml")
+    image = _image(killed, scenario)
+    assert not image.last_exit_ok
+    result = run_scenario(scenario, from_store=image, disk="os")
+    assert result.world.probes.as_dict().get("store.recover_abnormally")
+    normal = run_scenario(scenario, from_store=_image(store_of_a, scenario), disk="os")
+    assert not normal.world.probes.as_dict().get("store.recover_abnormally")
+    assert result.summary["verdict"] == "holds"
+    assert result.summary["invariants"]["no_loss"]["checked"] == 14
+
+
+# --- (2) a hand-made store: a commit log, no consume queues -----------------------------------------------------
+def _hand_made_store(root, *, abort: bool = False) -> list[str]:
+    """Three plain messages in TopicTest and two level-2 messages in SCHEDULE_TOPIC_XXXX, written record by record
+    with the store's codec into a 64 KiB commit-log file; consumerOffset.json says GroupA has consumed nothing."""
+    base_ms = 1_750_000_000_000
+    msgs = []
+    for i in range(3):
+        msgs.append(codec.MessageExt(topic="TopicTest", body=f"plain {i}".encode(), queue_id=i % 2,
+                                     properties={"UNIQ_KEY": f"HANDMADE{i:024d}", "TAGS": "TagA"}))
+    for i in range(3, 5):
+        msgs.append(codec.MessageExt(topic="SCHEDULE_TOPIC_XXXX", body=f"delayed {i}".encode(), queue_id=1,
+                                     properties={"UNIQ_KEY": f"HANDMADE{i:024d}", "DELAY": "2",
+                                                 "REAL_TOPIC": "TopicTest", "REAL_QID": "0", "TAGS": "TagA"}))
+    data, queue_offsets = b"", {}
+    for i, msg in enumerate(msgs):
+        key = (msg.topic, msg.queue_id)
+        prep = codec.prepare_message(msg)
+        data += codec.encode_message(prep, queue_offsets.get(key, 0), len(data), base_ms + 1000 * i)
+        queue_offsets[key] = queue_offsets.get(key, 0) + 1
+    (root / "commitlog").mkdir(parents=True)
+    (root / "commitlog" / ("0" * 20)).write_bytes(data + bytes(65536 - len(data)))
+    (root / "config").mkdir()
+    offsets = {"offsetTable": {"TopicTest@GroupA": {0: 0, 1: 0}}}
+    (root / "config" / "consumerOffset.json").write_text(fastjson.dumps(offsets), encoding="utf-8")
+    if abort:
+        (root / "abort").write_bytes(b"")
+    return [m.properties["UNIQ_KEY"] for m in msgs]
+
+
+@pytest.mark.parametrize("abort", [False, True])
+def test_a_hand_made_store_without_consume_queues_is_rebuilt_and_delivered(tmp_path, abort):
+    root = tmp_path / "store"
+    ids = _hand_made_store(root, abort=abort)
+    scenario = _scenario(SCENARIO_C, "c.toml")
+    image = _image(root, scenario)
+    assert image.sizes["mapped_file_size_commit_log"] == 65536
+    assert image.last_exit_ok is not abort
+    out = tmp_path / "out"
+    result = run_scenario(scenario, from_store=image, out_dir=str(out))
+    assert not (root / "consumequeue").exists()  # DIR untouched
+    assert (out / "store" / "consumequeue" / "TopicTest" / "0").is_dir()  # recovery rebuilt the queues
+    assert (out / "store" / "consumequeue" / "SCHEDULE_TOPIC_XXXX" / "1").is_dir()
+    consumed = {e["msg_id"] for e in _events(result, "consume") if e["status"] == "CONSUME_SUCCESS"}
+    assert set(ids) <= consumed
+    delivered = {e["msg_id"] for e in _events(result, "deliver")}
+    assert set(ids[3:]) <= delivered
+    inv = result.summary["invariants"]
+    assert result.summary["verdict"] == "holds", {k: v["violations"][:1] for k, v in inv.items() if not v["holds"]}
+    assert inv["no_loss"]["checked"] == 1 + 5
+    assert inv["no_early_delivery"]["checked"] >= 2
+
+
+# --- (3) bad input ------------------------------------------------------------------------------------------------
+def _run_cli(capsys, *argv) -> tuple[int, str]:
+    code = main(["run", *argv])
+    return code, capsys.readouterr().err
+
+
+def _scenario_file(tmp_path) -> str:
+    path = tmp_path / "c.toml"
+    path.write_text(SCENARIO_C, encoding="utf-8")
+    return str(path)
+
+
+def test_not_a_store_dir_is_exit_2_and_writes_nothing(tmp_path, capsys):
+    out = tmp_path / "out"
+    (tmp_path / "empty").mkdir()
+    code, err = _run_cli(capsys, _scenario_file(tmp_path), "--from-store", str(tmp_path / "empty"), "--out", str(out))
+    assert code == 2 and str(tmp_path / "empty") in err and "not a RocketMQ store directory" in err
+    assert len(err.strip().splitlines()) == 1 and not out.exists()
+    code, err = _run_cli(capsys, _scenario_file(tmp_path), "--from-store", str(tmp_path / "nope"), "--out", str(out))
+    assert code == 2 and "not a directory" in err and not out.exists()
+
+
+def test_a_corrupt_record_is_exit_2_with_the_path_and_offset(tmp_path, capsys):
+    root = tmp_path / "store"
+    _hand_made_store(root)
+    log = root / "commitlog" / ("0" * 20)
+    data = bytearray(log.read_bytes())
+    second = int.from_bytes(data[0:4], "big")  # the second record starts where the first ends
+    data[second + 4] ^= 0xFF  # its magic code
+    log.write_bytes(bytes(data))
+    before = _tree_digest(root)
+    out = tmp_path / "out"
+    code, err = _run_cli(capsys, _scenario_file(tmp_path), "--from-store", str(root), "--out", str(out))
+    assert code == 2 and str(log) in err and f"at offset {second}" in err, err
+    assert len(err.strip().splitlines()) == 1 and not out.exists() and _tree_digest(root) == before
+
+
+def test_a_corrupt_config_file_is_exit_2_with_the_path_and_offset(tmp_path, capsys):
+    root = tmp_path / "store"
+    _hand_made_store(root)
+    bad = root / "config" / "consumerOffset.json"
+    bad.write_text('{"offsetTable": {"TopicTest@GroupA": {0: 0,, }}}', encoding="utf-8")
+    out = tmp_path / "out"
+    code, err = _run_cli(capsys, _scenario_file(tmp_path), "--from-store", str(root), "--out", str(out))
+    assert code == 2 and str(bad) in err and "offset" in err, err
+    assert len(err.strip().splitlines()) == 1 and not out.exists()
+
+
+def test_a_commit_log_file_of_another_size_is_exit_2(tmp_path):
+    root = tmp_path / "store"
+    _hand_made_store(root)
+    (root / "commitlog" / f"{65536:020d}").write_bytes(bytes(1000))
+    with pytest.raises(StoreImageError, match="differs from 65536"):
+        _image(root, _scenario(SCENARIO_C, "c.toml"))
+
+
+# --- (4) determinism ---------------------------------------------------------------------------------------------
+def test_same_inputs_give_the_same_history_in_other_processes(store_of_a, tmp_path):
+    scenario_file = tmp_path / "b.toml"
+    scenario_file.write_text(SCENARIO_B, encoding="utf-8")
+    hashes = []
+    for i, hash_seed in enumerate(("0", "12345")):
+        out = tmp_path / f"out{i}"
+        env = dict(os.environ, PYTHONPATH=os.getcwd(), PYTHONHASHSEED=hash_seed)
+        done = subprocess.run([sys.executable, "-m", "scenarios.cli", "run", str(scenario_file), "--from-store",
+                               str(store_of_a), "--out", str(out)], capture_output=True, text=True, env=env,
+                              timeout=300, check=False)
+        assert done.returncode == 0, done.stdout + done.stderr
+        hashes.append(json.loads((out / "summary.json").read_text())["history_sha256"])
+    assert hashes[0] == hashes[1]
+    code = main(["replay", str(tmp_path / "out0")])
+    assert code == 0
