@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from .stats import (
     POLL_SLACK_MS,
     delivery_lateness,
+    due_mono_of_preloaded,
     due_mono_of_store,
     duplicate_consumes,
     is_schedule_store,
@@ -555,8 +556,15 @@ def _late_by_4x_fallback(ix: _Index, events: list[dict], group: str, dead: dict,
     return None
 
 
+def _over_a_lowered_limit(failed: list[dict], rt: int, limit: int, preset: set[int]) -> bool:
+    """run --from-store: the store held a retry copy whose reconsumeTimes already reached a limit lowered since;
+    its failed attempt is dead-lettered at once with that count + 1 (consumerSendMsgBack: reconsumeTimes >= max)."""
+    over = [c for c in failed if c["reconsume_times"] >= limit and c["reconsume_times"] in preset]
+    return bool(over) and rt == over[-1]["reconsume_times"] + 1
+
+
 def _dead_letter_problem(ix: _Index, events: list[dict], consumes: list[dict], group: str, dead: dict,
-                         limit: int, ctx: RunContext) -> str | None:
+                         limit: int, ctx: RunContext, preset: set[int] = frozenset()) -> str | None:
     """Why ``dead`` is not a dead letter RocketMQ stores (None: it is one). consumerSendMsgBack dead-letters the
     copy whose stored reconsumeTimes reached ``limit``, at once, with reconsumeTimes limit + 1. The producer
     fallback sends the client's count r + 1 (raised in memory by local retries): 5.x dead-letters when
@@ -583,7 +591,8 @@ def _dead_letter_problem(ix: _Index, events: list[dict], consumes: list[dict], g
         first = r == limit or (r > limit and trigger and _local_repeat(consumes, trigger[-1]))
         if rt != r + 1 or not trigger or not first:
             return count
-    elif rt != limit + 1 or not any(c["reconsume_times"] == limit for c in failed):
+    elif ((rt != limit + 1 or not any(c["reconsume_times"] == limit for c in failed))
+          and not _over_a_lowered_limit(failed, rt, limit, preset)):
         return count + (" (not 4.9.8's producer fallback: it did not come through SCHEDULE_TOPIC_XXXX)"
                         if era4 and rt == limit else "")
     last = [c for c in failed if c["reconsume_times"] == rt - 1] or failed
@@ -647,9 +656,12 @@ def check_dlq_after_max_retries(ix: _Index, ctx: RunContext) -> dict:
                                                   f"{limit} retries are allowed before the DLQ"})
                 continue
             for dead in dlqs:
-                problem = _dead_letter_problem(ix, events, consumes, group, dead, limit, ctx)
+                problem = _dead_letter_problem(ix, events, consumes, group, dead, limit, ctx, preset)
                 if problem is None:
-                    after = [c for c in consumes if c["seq"] > dead["seq"] and not _repeat_after_a_crash(ix, consumes, c)]
+                    # A retry chain the store already held (its counts) may still come back: the store's offsets
+                    # had not passed it, so RocketMQ delivers it again (a duplicate, not a retry past the DLQ).
+                    after = [c for c in consumes if c["seq"] > dead["seq"] and not _repeat_after_a_crash(ix, consumes, c)
+                             and c["reconsume_times"] not in preset]
                     if after:
                         problem = f"delivered to {group} as retry {after[0]['reconsume_times']} after it was dead-lettered"
                 if problem is not None:
@@ -660,6 +672,20 @@ def check_dlq_after_max_retries(ix: _Index, ctx: RunContext) -> dict:
 
 
 # --- retry_schedule ------------------------------------------------------------------------------------------
+def _from_a_preloaded_retry(ix: _Index, msg_id: str, consume: dict) -> bool:
+    """run --from-store: the store held a retry copy of this attempt for the group (in %RETRY%group, or pending for
+    it), due by the time of ``consume``: the consume may be that copy, whose send-back happened before the run."""
+    retry_topic = RETRY_PREFIX + consume["group"]
+    for p in ix.preloaded.get(msg_id, ()):
+        if p["reconsume_times"] != consume["reconsume_times"] or p["state"] == "delivered":
+            continue
+        if p["topic"] == retry_topic and p["state"] == "stored":
+            return True
+        if p["real_topic"] == retry_topic and p["state"] == "pending" and due_mono_of_preloaded(p) <= consume["t_ms"]:
+            return True
+    return False
+
+
 def check_retry_schedule(ix: _Index, ctx: RunContext) -> dict:
     """Retry k comes no sooner than its level's delay after the send-back of attempt k-1 (level 3 + (k-1), or
     the level the send-back named). The deliver time is the store time plus the delay on the broker's wall
@@ -685,6 +711,8 @@ def check_retry_schedule(ix: _Index, ctx: RunContext) -> dict:
                      and b["reconsume_times"] == k - 1 and b["result"] == "ok"]
             if not backs:
                 continue
+            if _from_a_preloaded_retry(ix, msg_id, c):
+                continue  # the store's own retry copy (sent back before the run) may be the one consumed
             sent_back = backs[0]  # the earliest copy comes back first: the most lenient pairing with duplicates
             if any(sent_back["t_ms"] <= t <= c["t_ms"] for t in step_times):
                 continue  # a backwards clock step in between: correctDeliverTimestamp may deliver early
@@ -940,7 +968,7 @@ def _vacuous_retry_schedule(ix: _Index, ctx: RunContext, verdict: dict) -> str |
         backs = [b for b in events if b["kind"] == "send_back" and b["result"] == "ok"]
         retried = [c for c in events if c["kind"] == "consume" and any(
             b["seq"] < c["seq"] and (b["group"], b["reconsume_times"] + 1) == (c["group"], c["reconsume_times"])
-            for b in backs)]
+            for b in backs) and not _from_a_preloaded_retry(ix, msg_id, c)]
         if retried:
             return f"nothing checked although {msg_id} was sent back and consumed again as a retry"
     return None

@@ -372,3 +372,79 @@ def test_the_readme_example_runs_as_written_and_says_what_the_readme_says(tmp_pa
              (tmp_path / "out" / "level-16-is-5m" / "history.jsonl").read_text().splitlines()]
     delivers = [e for e in early if e["kind"] == "deliver"]
     assert len(delivers) == 10 and all(e["due_ms"] - e["broker_ms"] > 29 * 60_000 for e in delivers)
+
+
+# --- retry copies keep their reconsumeTimes ----------------------------------------------------------------------
+# RA: five messages whose first attempt fails near the end: their retry copies wait in level 3 when RA ends (and the
+# originals' offsets may not be committed yet, so B consumes some of them again).
+SCENARIO_RA = """
+name = "retries-pending"
+seed = 1
+duration = "5s"
+drain = "3s"
+
+[[topic]]
+name = "TopicTest"
+queues = 2
+
+[[producer]]
+topic = "TopicTest"
+messages = 5
+rate = "1/s"
+
+[[consumer]]
+group = "GroupA"
+topic = "TopicTest"
+max_reconsume_times = 16
+fail_first = 1
+"""
+
+SCENARIO_RB = """
+name = "retries-consumed"
+seed = 1
+duration = "5s"
+drain = "2m"
+
+[[topic]]
+name = "TopicTest"
+queues = 2
+
+[[consumer]]
+group = "GroupA"
+topic = "TopicTest"
+max_reconsume_times = {limit}
+fail_first = {fail}
+"""
+
+
+@pytest.fixture(scope="module")
+def store_with_retries(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ra")
+    run_scenario(_scenario(SCENARIO_RA, "ra.toml"), disk="os", out_dir=str(out))
+    return out / "store"
+
+
+def test_pending_retry_copies_keep_their_reconsume_times(store_with_retries):
+    scenario = _scenario(SCENARIO_RB.format(limit=16, fail=0), "rb.toml")
+    result = run_scenario(scenario, from_store=_image(store_with_retries, scenario))
+    preloaded = _events(result, "preloaded")
+    retries = {e["msg_id"] for e in preloaded if e["state"] == "pending" and e["real_topic"] == "%RETRY%GroupA"}
+    assert len(retries) == 5 and all(e["reconsume_times"] == 1 for e in preloaded if e["msg_id"] in retries
+                                     and e["real_topic"] == "%RETRY%GroupA")
+    from_retry = [e for e in _events(result, "consume") if e["queue_topic"] == "%RETRY%GroupA"]
+    assert {e["msg_id"] for e in from_retry} == retries and all(e["reconsume_times"] == 1 for e in from_retry)
+    inv = result.summary["invariants"]
+    assert result.summary["verdict"] == "holds", {k: v["violations"][:1] for k, v in inv.items() if not v["holds"]}
+
+
+def test_a_limit_lowered_under_the_store_dead_letters_its_retries_at_once(store_with_retries):
+    """maxReconsumeTimes 0 now, while the store holds retry copies with reconsumeTimes 1: each failed attempt of
+    such a copy is dead-lettered with reconsumeTimes 2 (RocketMQ's ``reconsumeTimes >= max``), not a violation;
+    and the retry copy is the store's own, not a retry sent back too early."""
+    scenario = _scenario(SCENARIO_RB.format(limit=0, fail=5), "rb.toml")
+    result = run_scenario(scenario, from_store=_image(store_with_retries, scenario))
+    dlq = _events(result, "dlq")
+    assert any(e["reconsume_times"] == 2 for e in dlq)
+    inv = result.summary["invariants"]
+    assert inv["dlq_after_max_retries"]["holds"] and inv["retry_schedule"]["holds"]
+    assert result.summary["verdict"] == "holds", {k: v["violations"][:1] for k, v in inv.items() if not v["holds"]}
