@@ -152,6 +152,10 @@ def _print_run(summary: dict, out_dir: str | None) -> None:
           f"duplicates {st['duplicates']}, dlq {st['dlq']}, crashes {st['crashes']}, faults {st['faults']}, "
           f"delivery lateness p50/p99/max {late['p50']}/{late['p99']}/{late['max']} ms"
           + (f", pending {st['pending']} (not due before the end of the drain)" if st.get("pending") else ""))
+    if summary.get("from_store"):
+        pre = summary["preloaded"]
+        print(f"  from store {summary['from_store']}: {pre['copies']} copies of {pre['messages']} messages, "
+              f"{pre['pending']} waiting to be delivered, {pre['dead_letters']} dead letters")
     for name, verdict in summary["invariants"].items():
         mark = ("VAC " if verdict.get("vacuous") else "ok  ") if verdict["holds"] else "FAIL"
         extra = f", {verdict['pending']} pending" if verdict.get("pending") else ""

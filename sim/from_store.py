@@ -24,7 +24,7 @@ from store.disk import MemoryDisk
 from store.inspect import inspect_store_dir, is_store_dir
 from store.store_dir import mapped_file_sizes
 from store.timer.timer_wheel import SLOT_SIZE
-from store.topics import RMQ_SYS_SCHEDULE_TOPIC, TIMER_TOPIC
+from store.topics import DLQ_GROUP_TOPIC_PREFIX, RMQ_SYS_SCHEDULE_TOPIC, TIMER_TOPIC
 
 ABORT_FILE = "abort"
 _NOT_DISPATCHED = (codec.TRANSACTION_PREPARED_TYPE, codec.TRANSACTION_ROLLBACK_TYPE)
@@ -213,6 +213,15 @@ def _trial_load(image: StoreImage, store_config: MessageStoreConfig, broker_conf
         broker.initialize()
     except BrokerStartError as error:
         raise StoreImageError(image.root, f"the broker refuses to load it: {error}") from None
+
+
+def preloaded_counts(events: list[dict]) -> dict:
+    """summary.json's ``preloaded``: copies and messages the store held, how many messages were still waiting to be
+    delivered (a pending scheduled copy) and how many were dead letters (a %DLQ% copy)."""
+    copies = [e for e in events if e["kind"] == "preloaded"]
+    return {"copies": len(copies), "messages": len({e["msg_id"] for e in copies}),
+            "pending": len({e["msg_id"] for e in copies if e["state"] == "pending"}),
+            "dead_letters": len({e["msg_id"] for e in copies if e["topic"].startswith(DLQ_GROUP_TOPIC_PREFIX)})}
 
 
 # --- the population ---------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from store.faults import BrokerCrash
 from store.mutants import validate
 
 from .checking import check_run
+from .from_store import preloaded_counts
 from .history import History
 from .stats import run_stats
 from .world import World
@@ -104,6 +105,7 @@ def run_scenario(scenario: Scenario, seed: int | None = None, *, era: str | None
     }
     if from_store is not None:
         summary["from_store"] = from_store.root
+        summary["preloaded"] = preloaded_counts(history.events)
     if sim_error is not None:
         summary["simulator_error"] = sim_error
     if out_dir is not None:

@@ -142,6 +142,7 @@ def test_pending_delayed_messages_of_a_are_delivered_in_b(store_of_a):
     assert inv["no_loss"]["checked"] == 4 + 10  # B's own sends + A's pending messages
     assert inv["dlq_after_max_retries"]["checked"] == 4 + 10 + 10  # ... + A's dead letters
     assert inv["no_early_delivery"]["checked"] >= 10 and inv["bounded_lateness"]["checked"] >= 10
+    assert result.summary["preloaded"] == {"copies": len(preloaded), "messages": 20, "pending": 10, "dead_letters": 10}
     assert result.summary["from_store"] == os.path.abspath(store_of_a)
     assert "--from-store" in result.summary["repro"]
 
@@ -447,4 +448,45 @@ def test_a_limit_lowered_under_the_store_dead_letters_its_retries_at_once(store_
     assert any(e["reconsume_times"] == 2 for e in dlq)
     inv = result.summary["invariants"]
     assert inv["dlq_after_max_retries"]["holds"] and inv["retry_schedule"]["holds"]
+    assert result.summary["verdict"] == "holds", {k: v["violations"][:1] for k, v in inv.items() if not v["holds"]}
+
+
+# --- timer messages --------------------------------------------------------------------------------------------------
+SCENARIO_TA = """
+name = "timer-pending"
+seed = 1
+duration = "20s"
+drain = "10s"
+
+[[topic]]
+name = "TopicTest"
+queues = 2
+
+[[producer]]
+topic = "TopicTest"
+messages = 10
+rate = "1/s"
+timer_delay = "10m"
+
+[[consumer]]
+group = "GroupA"
+topic = "TopicTest"
+"""
+
+
+def test_pending_timer_messages_are_delivered_after_the_restart(tmp_path):
+    """The store's timer log, wheel and config/timercheck come along: messages waiting on the wheel come due."""
+    out = tmp_path / "ta"
+    run_scenario(_scenario(SCENARIO_TA, "ta.toml"), disk="os", out_dir=str(out))
+    scenario = _scenario(SCENARIO_RB.format(limit=16, fail=0).replace('drain = "2m"', 'drain = "15m"'), "tb.toml")
+    image = _image(out / "store", scenario)
+    assert image.sizes["timer_slots_total"] > 0 and image.sizes["mapped_file_size_timer_log"] > 0
+    result = run_scenario(scenario, from_store=image)
+    waiting = {e["msg_id"] for e in _events(result, "preloaded") if e["topic"] == "rmq_sys_wheel_timer"
+               and e["state"] == "pending"}
+    assert len(waiting) == 10
+    delivered = {e["msg_id"] for e in _events(result, "deliver") if e["level"] == "timer"}
+    assert waiting <= delivered
+    inv = result.summary["invariants"]
+    assert inv["no_loss"]["checked"] == 10 and inv["no_early_delivery"]["checked"] >= 10
     assert result.summary["verdict"] == "holds", {k: v["violations"][:1] for k, v in inv.items() if not v["holds"]}
