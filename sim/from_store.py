@@ -11,6 +11,7 @@ can judge the messages the store already held (model/invariants.py, ``preloaded_
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from store.config import BrokerConfig, MessageStoreConfig
 from store.delay_level import parse_delay_level
 from store.disk import MemoryDisk
 from store.inspect import inspect_store_dir, is_store_dir
+from store.log import ERROR, StoreLog
 from store.store_dir import mapped_file_sizes
 from store.timer.timer_wheel import SLOT_SIZE
 from store.topics import DLQ_GROUP_TOPIC_PREFIX, RMQ_SYS_SCHEDULE_TOPIC, TIMER_TOPIC
@@ -196,23 +198,31 @@ def load_store_image(root: str, store_config: MessageStoreConfig, broker_config:
     except OSError as error:
         raise StoreImageError(error.filename or root, f"cannot read: {error.strerror}") from None
     image = StoreImage(root=os.path.abspath(root), files=files, sizes=sizes, last_exit_ok=not doc["abort"],
-                       epoch_ms=_epoch_ms(doc, fallback_epoch_ms),
-                       copies=population(doc, parse_delay_level(store_config.message_delay_level)))
+                       epoch_ms=_epoch_ms(doc, fallback_epoch_ms), copies=())
     _trial_load(image, store_config, broker_config or BrokerConfig())
-    return image
+    return dataclasses.replace(image, copies=population(doc, parse_delay_level(store_config.message_delay_level)))
 
 
 def _trial_load(image: StoreImage, store_config: MessageStoreConfig, broker_config: BrokerConfig) -> None:
-    """The broker's own load over a scratch copy: whatever it refuses (a config file, a mapped file) is bad input."""
+    """The broker's own load over a scratch copy: whatever it refuses (a config file, a mapped file), or loads only
+    with an ERROR (a config file it cannot decode and no .bak: RocketMQ starts with an empty table), is bad input."""
     disk = MemoryDisk()
     for rel, data in image.files:
         disk.write_file(rel, data, fsync=True)
+    errors: list[str] = []
+
+    def sink(level: str, logger: str, message: str, _site, _caught) -> None:
+        if level == ERROR:
+            errors.append(message)
+
     broker = BrokerController(disk, ManualClock(image.epoch_ms), rng=random.Random(0), broker_config=broker_config,
-                              store_config=image.store_config(store_config))
+                              store_config=image.store_config(store_config), log=StoreLog("RocketmqBroker", sink))
     try:
         broker.initialize()
     except BrokerStartError as error:
         raise StoreImageError(image.root, f"the broker refuses to load it: {error}") from None
+    if errors:  # e.g. a config file the broker cannot decode, without a .bak: it would start with an empty table
+        raise StoreImageError(image.root, f"the broker's load logs an ERROR: {errors[0]}")
 
 
 def preloaded_counts(events: list[dict]) -> dict:
@@ -255,8 +265,10 @@ def population(doc: dict, delay_level_ms: dict[int, int]) -> tuple[dict, ...]:
     scheduled copy already delivered), ``stored`` (a copy in a consumable topic). ``deliver_ms``: the due time
     the level queue's unit holds (its tagsCode), or, where no unit is, store time + the run's level delay.
     ``offsets``: the groups' committed offsets of the queue the copy is consumed from (a scheduled copy's real one)."""
-    delay_offsets = _config(doc, "delayOffset.json").get("offsetTable") or {}
-    consumer_offsets = _config(doc, "consumerOffset.json").get("offsetTable") or {}
+    delay_offsets = _config(doc, "delayOffset.json").get("offsetTable")
+    consumer_offsets = _config(doc, "consumerOffset.json").get("offsetTable")
+    delay_offsets = delay_offsets if isinstance(delay_offsets, dict) else {}
+    consumer_offsets = consumer_offsets if isinstance(consumer_offsets, dict) else {}
     records = [r for r in doc["commitlog"]["records"]
                if codec.transaction_type(r["sys_flag"]) not in _NOT_DISPATCHED]
     later_real: dict[str, list[tuple[int, str]]] = {}  # msg_id -> (phy_offset, topic) of consumable copies

@@ -490,3 +490,19 @@ def test_pending_timer_messages_are_delivered_after_the_restart(tmp_path):
     inv = result.summary["invariants"]
     assert inv["no_loss"]["checked"] == 10 and inv["no_early_delivery"]["checked"] >= 10
     assert result.summary["verdict"] == "holds", {k: v["violations"][:1] for k, v in inv.items() if not v["holds"]}
+
+
+@pytest.mark.parametrize("name, text, says", [
+    ("consumerOffset.json", '{"offsetTable": [1, 2]}', "offsetTable must be an object"),
+    ("delayOffset.json", '{"offsetTable": {"1": "x"}}', "invalid literal"),
+])
+def test_a_config_file_the_broker_cannot_decode_is_exit_2(tmp_path, capsys, name, text, says):
+    """Parseable JSON of the wrong shape: RocketMQ logs an ERROR and starts with an empty table (every offset
+    forgotten); from a store given as input that is bad input, not a run."""
+    root = tmp_path / "store"
+    _hand_made_store(root)
+    (root / "config" / name).write_text(text, encoding="utf-8")
+    out = tmp_path / "out"
+    code, err = _run_cli(capsys, _scenario_file(tmp_path), "--from-store", str(root), "--out", str(out))
+    assert code == 2 and str(root) in err and name in err and says in err, err
+    assert len(err.strip().splitlines()) == 1 and not out.exists()
