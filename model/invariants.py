@@ -19,6 +19,7 @@ from .stats import (
     due_mono_of_preloaded,
     due_mono_of_store,
     duplicate_consumes,
+    is_pending_preloaded,
     is_schedule_store,
     pending_messages,
 )
@@ -777,6 +778,23 @@ def check_bounded_lateness(ix: _Index, ctx: RunContext) -> dict:
             checked += 1
             violations.append({"msg_id": msg_id, "events": ix.quote(msg_id),
                                "explanation": f"due at t={due_mono} ms in the drain but never delivered"})
+    # run --from-store: every scheduled copy the store held still pending is delivered, if due before the end
+    for msg_id, copies in ix.preloaded.items():
+        for p in copies:
+            if not is_pending_preloaded(p):
+                continue
+            timer = p["topic"] == TIMER_TOPIC
+            level = "timer" if timer else p["queue_id"] + 1
+            due_mono = due_mono_of_preloaded(p)
+            if due_mono + POLL_SLACK_MS + (2 * ctx.timer_precision_ms if timer else 0) > ctx.end_ms - 1000:
+                continue  # pending past the end of the drain
+            checked += 1
+            if not any(e["kind"] == "deliver" and e["level"] == level for e in ix.by_msg[msg_id]) and not (
+                    ix.lost_to_a_fault(msg_id)):
+                what = "on the timer wheel" if timer else f"at delay level {level}"
+                violations.append({"msg_id": msg_id, "events": ix.quote(msg_id),
+                                   "explanation": f"waiting {what} in the store at the start ({_where(p)}), due at "
+                                                  f"t={due_mono} ms, but never delivered"})
     return _verdict(checked, violations)
 
 
@@ -1000,7 +1018,8 @@ CHECKED_UNITS = {
     "per_level_order": "first deliveries from the delay levels' queues",
     "dlq_after_max_retries": "messages x clustering groups that consumed or dead-lettered them",
     "retry_schedule": "first consumes of retry copies after a successful send-back",
-    "bounded_lateness": "scheduled copies due in the settled drain",
+    "bounded_lateness": "scheduled copies due in the settled drain (and, run --from-store, the store's pending "
+                        "scheduled copies due before the end)",
     "duplicates": "distinct successful consumes and deliveries",
 }
 

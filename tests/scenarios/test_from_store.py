@@ -168,6 +168,9 @@ def test_a_broker_that_drops_one_preloaded_message_fails_no_loss(store_of_a, mon
     assert not no_loss["holds"]
     assert [v["msg_id"] for v in no_loss["violations"]] == [first_pending["msg_id"]]
     assert "in the store at the start" in no_loss["violations"][0]["explanation"]
+    lateness = result.summary["invariants"]["bounded_lateness"]  # every pending copy must be delivered, consumed or not
+    assert [v["msg_id"] for v in lateness["violations"]] == [first_pending["msg_id"]]
+    assert "waiting at delay level 16 in the store at the start" in lateness["violations"][0]["explanation"]
 
 
 def test_a_dead_letter_delivered_again_fails_dlq_after_max_retries(store_of_a, monkeypatch):
