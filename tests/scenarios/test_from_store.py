@@ -509,3 +509,21 @@ def test_a_config_file_the_broker_cannot_decode_is_exit_2(tmp_path, capsys, name
     code, err = _run_cli(capsys, _scenario_file(tmp_path), "--from-store", str(root), "--out", str(out))
     assert code == 2 and str(root) in err and name in err and says in err, err
     assert len(err.strip().splitlines()) == 1 and not out.exists()
+
+
+def test_trace_shows_the_copies_the_store_held(store_of_a, tmp_path, capsys):
+    scenario_file = tmp_path / "b.toml"
+    scenario_file.write_text(SCENARIO_B, encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["run", str(scenario_file), "--from-store", str(store_of_a), "--out", str(out)]) == 0
+    events = [json.loads(line) for line in (out / "history.jsonl").read_text().splitlines()]
+    pending = next(e for e in events if e["kind"] == "preloaded" and e["state"] == "pending")
+    dead = next(e for e in events if e["kind"] == "preloaded" and e["topic"] == "%DLQ%GroupA")
+    capsys.readouterr()
+    assert main(["trace", str(out), pending["msg_id"]]) == 0
+    text = capsys.readouterr().out
+    assert ": consumed" in text.splitlines()[0]
+    assert "in the store at the start: SCHEDULE_TOPIC_XXXX level 16" in text and "waiting for TopicTest" in text
+    assert main(["trace", str(out), dead["msg_id"]]) == 0
+    text = capsys.readouterr().out
+    assert "dead-lettered before the run" in text.splitlines()[0] and "%DLQ%GroupA queue 0" in text
