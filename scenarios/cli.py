@@ -187,6 +187,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.shrink_runs < 1:
         raise UsageError("--shrink-runs must be at least 1")
     scenario = _load(args.scenario)
+    if args.shrink and args.from_store:
+        raise UsageError("--shrink does not work with --from-store (the shrinker reruns the scenario without the store)")
     image = _store_image(args.from_store, scenario, args.era) if args.from_store else None
     out_dir = args.out or os.path.join("out", "runs", f"{scenario.name}-seed{args.seed if args.seed is not None else scenario.seed}")
     _writable_dir(out_dir, "--out")
