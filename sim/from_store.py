@@ -154,11 +154,18 @@ def _sizes(root: str) -> dict:
     return sizes
 
 
+SKIPPED = ("index", "lock")  # not modelled: the message-key index (400 MB files in a real store), the file lock
+
+
 def _read_files(root: str) -> tuple[tuple[str, bytes], ...]:
+    """Every file of the store but ``SKIPPED``, by relative '/'-separated path, in a fixed order."""
     out = []
     for directory, dirs, names in os.walk(root):
-        dirs.sort()
         rel_dir = os.path.relpath(directory, root)
+        if rel_dir == ".":
+            dirs[:] = [d for d in dirs if d not in SKIPPED]
+            names = [n for n in names if n not in SKIPPED]
+        dirs.sort()
         for name in sorted(names):
             path = os.path.join(directory, name)
             if not os.path.isfile(path):

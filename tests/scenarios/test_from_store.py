@@ -249,6 +249,8 @@ def _hand_made_store(root, *, abort: bool = False) -> list[str]:
 def test_a_hand_made_store_without_consume_queues_is_rebuilt_and_delivered(tmp_path, abort):
     root = tmp_path / "store"
     ids = _hand_made_store(root, abort=abort)
+    (root / "index").mkdir()
+    (root / "index" / "20250101000000000").write_bytes(b"\x01" * 1000)  # not modelled: not copied
     scenario = _scenario(SCENARIO_C, "c.toml")
     image = _image(root, scenario)
     assert image.sizes["mapped_file_size_commit_log"] == 65536
@@ -258,6 +260,7 @@ def test_a_hand_made_store_without_consume_queues_is_rebuilt_and_delivered(tmp_p
     assert not (root / "consumequeue").exists()  # DIR untouched
     assert (out / "store" / "consumequeue" / "TopicTest" / "0").is_dir()  # recovery rebuilt the queues
     assert (out / "store" / "consumequeue" / "SCHEDULE_TOPIC_XXXX" / "1").is_dir()
+    assert not (out / "store" / "index").exists()
     consumed = {e["msg_id"] for e in _events(result, "consume") if e["status"] == "CONSUME_SUCCESS"}
     assert set(ids) <= consumed
     delivered = {e["msg_id"] for e in _events(result, "deliver")}
