@@ -24,7 +24,7 @@ from store.delay_level import parse_delay_level
 from store.disk import MemoryDisk
 from store.inspect import inspect_store_dir, is_store_dir
 from store.log import ERROR, StoreLog
-from store.store_dir import mapped_file_sizes
+from store.store_dir import mapped_file_sizes, read_store_files
 from store.timer.timer_wheel import SLOT_SIZE
 from store.topics import DLQ_GROUP_TOPIC_PREFIX, RMQ_SYS_SCHEDULE_TOPIC, TIMER_TOPIC
 
@@ -135,45 +135,16 @@ def _cq_file_sizes(root: str) -> None:
 def _sizes(root: str) -> dict:
     """MessageStoreConfig fields for the sizes the store's files have."""
     found = mapped_file_sizes(root)
-    sizes = {}
-    if "commit_log" in found:
-        sizes["mapped_file_size_commit_log"] = found["commit_log"]
-    if "consume_queue" in found:
-        sizes["mapped_file_size_consume_queue"] = found["consume_queue"]
-    timer_log = os.path.join(root, "timerlog")
-    if os.path.isdir(timer_log):
-        names = sorted(n for n in os.listdir(timer_log) if n.isdigit() and os.path.getsize(os.path.join(timer_log, n)))
-        if names:
-            sizes["mapped_file_size_timer_log"] = os.path.getsize(os.path.join(timer_log, names[0]))
-    wheel = os.path.join(root, "timerwheel")
-    if os.path.isfile(wheel) and os.path.getsize(wheel):
-        size = os.path.getsize(wheel)
-        if size % (2 * SLOT_SIZE):
-            raise StoreImageError(wheel, f"timer wheel length {size} is not a whole number of slot pairs")
-        sizes["timer_slots_total"] = size // (2 * SLOT_SIZE)
+    fields = {"commit_log": "mapped_file_size_commit_log", "consume_queue": "mapped_file_size_consume_queue",
+              "timer_log": "mapped_file_size_timer_log"}
+    sizes = {fields[k]: v for k, v in found.items() if k in fields}
+    wheel = found.get("timer_wheel")
+    if wheel is not None:
+        if wheel % (2 * SLOT_SIZE):
+            raise StoreImageError(os.path.join(root, "timerwheel"),
+                                  f"timer wheel length {wheel} is not a whole number of slot pairs")
+        sizes["timer_slots_total"] = wheel // (2 * SLOT_SIZE)
     return sizes
-
-
-SKIPPED = ("index", "lock")  # not modelled: the message-key index (400 MB files in a real store), the file lock
-
-
-def _read_files(root: str) -> tuple[tuple[str, bytes], ...]:
-    """Every file of the store but ``SKIPPED``, by relative '/'-separated path, in a fixed order."""
-    out = []
-    for directory, dirs, names in os.walk(root):
-        rel_dir = os.path.relpath(directory, root)
-        if rel_dir == ".":
-            dirs[:] = [d for d in dirs if d not in SKIPPED]
-            names = [n for n in names if n not in SKIPPED]
-        dirs.sort()
-        for name in sorted(names):
-            path = os.path.join(directory, name)
-            if not os.path.isfile(path):
-                continue
-            with open(path, "rb") as f:
-                data = f.read()
-            out.append((name if rel_dir == "." else f"{rel_dir.replace(os.sep, '/')}/{name}", data))
-    return tuple(out)
 
 
 def _epoch_ms(doc: dict, fallback_ms: int) -> int:
@@ -201,7 +172,7 @@ def load_store_image(root: str, store_config: MessageStoreConfig, broker_config:
         _fail_on_errors(root, doc)
         _cq_file_sizes(root)
         sizes = _sizes(root)
-        files = _read_files(root)
+        files = read_store_files(root)
     except OSError as error:
         raise StoreImageError(error.filename or root, f"cannot read: {error.strerror}") from None
     image = StoreImage(root=os.path.abspath(root), files=files, sizes=sizes, last_exit_ok=not doc["abort"],
