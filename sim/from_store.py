@@ -247,8 +247,10 @@ def population(doc: dict, delay_level_ms: dict[int, int]) -> tuple[dict, ...]:
     consumer_offsets = _config(doc, "consumerOffset.json").get("offsetTable")
     delay_offsets = delay_offsets if isinstance(delay_offsets, dict) else {}
     consumer_offsets = consumer_offsets if isinstance(consumer_offsets, dict) else {}
-    records = [r for r in doc["commitlog"]["records"]
-               if codec.transaction_type(r["sys_flag"]) not in _NOT_DISPATCHED]
+    # Recovery ends the commit log at its first bad record (a torn tail after an abnormal exit): nothing after it.
+    end = min((e["phy_offset"] for e in doc["commitlog"]["errors"] if e["pos"] is not None), default=None)
+    records = [r for r in doc["commitlog"]["records"] if codec.transaction_type(r["sys_flag"]) not in _NOT_DISPATCHED
+               and (end is None or r["phy_offset"] < end)]
     later_real: dict[str, list[tuple[int, str]]] = {}  # msg_id -> (phy_offset, topic) of consumable copies
     for r in records:
         if r["topic"] not in (RMQ_SYS_SCHEDULE_TOPIC, TIMER_TOPIC):

@@ -319,6 +319,32 @@ def test_a_corrupt_config_file_is_exit_2_with_the_path_and_offset(tmp_path, caps
     assert len(err.strip().splitlines()) == 1 and not out.exists()
 
 
+def test_a_torn_tail_after_an_abnormal_exit_is_cut_as_recovery_cuts_it(tmp_path, capsys):
+    """With the abort file a bad record in the last file is the torn write of a crash: accepted, and neither the
+    recovery nor the population keeps it or anything after it. Without the abort file it is corruption: exit 2."""
+    root = tmp_path / "store"
+    ids = _hand_made_store(root, abort=True)
+    log = root / "commitlog" / ("0" * 20)
+    data = bytearray(log.read_bytes())
+    pos = 0
+    for _ in range(3):  # the fourth record (the first delayed message)
+        pos += int.from_bytes(data[pos:pos + 4], "big")
+    body_at = data.find(b"delayed 3")
+    assert pos < body_at < pos + int.from_bytes(data[pos:pos + 4], "big")
+    data[body_at] ^= 0x01  # its body no longer matches its BODYCRC
+    log.write_bytes(bytes(data))
+    scenario = _scenario(SCENARIO_C, "c.toml")
+    image = _image(root, scenario)
+    assert {c["msg_id"] for c in image.copies} == set(ids[:3])
+    result = run_scenario(scenario, from_store=image)
+    consumed = {e["msg_id"] for e in _events(result, "consume") if e["status"] == "CONSUME_SUCCESS"}
+    assert set(ids[:3]) <= consumed and not set(ids[3:]) & consumed
+    assert result.summary["verdict"] == "holds"
+    (root / "abort").unlink()
+    code, err = _run_cli(capsys, _scenario_file(tmp_path), "--from-store", str(root), "--out", str(tmp_path / "o"))
+    assert code == 2 and f"at offset {pos}" in err, err
+
+
 def test_a_commit_log_file_of_another_size_is_exit_2(tmp_path):
     root = tmp_path / "store"
     _hand_made_store(root)
