@@ -49,7 +49,8 @@ EVENTS: dict[str, EventKind] = {
     "preloaded": _kind({"msg_id": _STR, "topic": _STR, "queue_id": _INT, "queue_offset": _INT, "phy_offset": _INT,
                         "size": _INT, "store_ms": _INT, "broker_ms": _INT, "reconsume_times": _INT,
                         "tags": _OPT_STR, "real_topic": _OPT_STR, "real_queue_id": _OPT_INT, "delay_level": _INT,
-                        "deliver_ms": _OPT_INT, "state": _STR, "offsets": _DICT}),
+                        "deliver_ms": _OPT_INT, "state": _STR, "offsets": _DICT},
+                       {"due_ms": _INT}),  # due at once (correctDeliverTimestamp): the run's level-delay is shorter
     # a scheduled message put back to its real topic; level: a delay level or "timer"
     "deliver": _kind({"msg_id": _STR, "level": (int, str), "due_ms": _INT, "topic": _STR, "queue_id": _INT,
                       "broker_ms": _INT, "schedule_queue_offset": _INT}, {"slot_ms": _INT, "resend": _BOOL}),

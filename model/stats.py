@@ -38,8 +38,9 @@ def is_pending_preloaded(e: dict) -> bool:
 
 
 def due_mono_of_preloaded(e: dict) -> int:
-    """The monotonic due time of a pending preloaded copy: the run's start maps to ``broker_ms``."""
-    return e["t_ms"] + max(0, e["deliver_ms"] - e["broker_ms"])
+    """The monotonic due time of a pending preloaded copy: the run's start maps to ``broker_ms``; ``due_ms`` when the
+    broker corrects the stored due time (``deliver_ms``) to now."""
+    return e["t_ms"] + max(0, e.get("due_ms", e["deliver_ms"]) - e["broker_ms"])
 
 
 def due_mono_of_store(store: dict) -> int | None:
@@ -76,7 +77,8 @@ def delivery_lateness(events: list[dict]) -> list[Lateness]:
             store = last_store.get(e["msg_id"])
             if store is None:
                 continue
-            due_mono = store["t_ms"] + max(0, e["due_ms"] - store["broker_ms"])
+            due_mono = (due_mono_of_preloaded(store) if store["kind"] == "preloaded"
+                        else store["t_ms"] + max(0, e["due_ms"] - store["broker_ms"]))
             out.append(Lateness(e["msg_id"], e["level"], e["t_ms"], due_mono, e["t_ms"] - due_mono,
                                 e["topic"].startswith(RETRY_PREFIX)))
     return out

@@ -66,10 +66,19 @@ class StoreImage:
         world.clock.epoch_ms = self.epoch_ms
 
     def record_population(self, world) -> int:
-        """One ``preloaded`` event per message copy of the store, at the run's start; the copy count."""
+        """One ``preloaded`` event per message copy of the store, at the run's start; the copy count.
+
+        A level copy due more than one of the run's level-delays after the start (a ``messageDelayLevel`` shortened
+        since it was stored, or a broker clock now behind the store's) is due at once: correctDeliverTimestamp
+        delivers it at the first poll. Its ``due_ms`` says so; ``deliver_ms`` keeps what the store says."""
         now_ms = world.clock.now_ms()
+        table = parse_delay_level(world.store_config.message_delay_level)
         for copy in self.copies:
-            world.record("preloaded", **{**copy, "broker_ms": now_ms})
+            event = {**copy, "broker_ms": now_ms}
+            if (copy["topic"] == RMQ_SYS_SCHEDULE_TOPIC and copy["state"] == "pending"
+                    and copy["deliver_ms"] > now_ms + table.get(copy["queue_id"] + 1, 1000)):
+                event["due_ms"] = now_ms
+            world.record("preloaded", **event)
         return len(self.copies)
 
 

@@ -405,6 +405,10 @@ def test_the_readme_example_runs_as_written_and_says_what_the_readme_says(tmp_pa
              (tmp_path / "out" / "level-16-is-5m" / "history.jsonl").read_text().splitlines()]
     delivers = [e for e in early if e["kind"] == "deliver"]
     assert len(delivers) == 10 and all(e["due_ms"] - e["broker_ms"] > 29 * 60_000 for e in delivers)
+    corrected = [e for e in early if e["kind"] == "preloaded" and e["state"] == "pending"]
+    assert len(corrected) == 10 and all(e["due_ms"] == e["broker_ms"] for e in corrected)
+    summary = json.loads((tmp_path / "out" / "level-16-is-5m" / "summary.json").read_text())
+    assert summary["stats"]["lateness_ms"]["max"] == 1000  # from the corrected due time, as the README says
 
 
 # --- retry copies keep their reconsumeTimes ----------------------------------------------------------------------
