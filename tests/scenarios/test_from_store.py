@@ -168,6 +168,10 @@ def test_a_broker_that_drops_one_preloaded_message_fails_no_loss(store_of_a, mon
     assert not no_loss["holds"]
     assert [v["msg_id"] for v in no_loss["violations"]] == [first_pending["msg_id"]]
     assert "in the store at the start" in no_loss["violations"][0]["explanation"]
+    from reports.run_plots import message_lanes
+
+    lanes = {lane.msg_id: lane for lane in message_lanes(result.history.events)}
+    assert first_pending["msg_id"] in lanes and lanes[first_pending["msg_id"]].delay_level == 16  # drawn in the report
     lateness = result.summary["invariants"]["bounded_lateness"]  # every pending copy must be delivered, consumed or not
     assert [v["msg_id"] for v in lateness["violations"]] == [first_pending["msg_id"]]
     assert "waiting at delay level 16 in the store at the start" in lateness["violations"][0]["explanation"]
