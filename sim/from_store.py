@@ -91,8 +91,8 @@ def _fail_on_errors(root: str, doc: dict) -> None:
         if error["error"].startswith("ignored:"):
             continue
         path = os.path.join(root, "commitlog", error["file"])
-        if error["pos"] is None:
-            raise StoreImageError(path, error["error"], error["phy_offset"])
+        if error["pos"] is None:  # the file as a whole (its size, a gap before it)
+            raise StoreImageError(path, error["error"])
         # After an abnormal exit the last file may end in a torn record: recovery cuts it, as RocketMQ does.
         if abnormal and error["file"] == last_file:
             continue
@@ -112,7 +112,7 @@ def _fail_on_errors(root: str, doc: dict) -> None:
         if error["error"].startswith("ignored:") or (abnormal and error["pos"] is not None):
             continue
         raise StoreImageError(os.path.join(root, "timerlog", error["file"]), error["error"], error["pos"])
-    wheel = timer.get("timerwheel") or {}
+    wheel = timer.get("wheel") or {}
     for error in wheel.get("errors", []):
         raise StoreImageError(os.path.join(root, "timerwheel"), error)
 
@@ -132,6 +132,8 @@ def _cq_file_sizes(root: str) -> None:
                 if not name.isdigit() or not os.path.isfile(path):
                     continue
                 size = os.path.getsize(path)
+                if size == 0:
+                    continue  # an empty file: RocketMQ's load deletes it (the last one) or ignores it
                 if first is None:
                     first = (path, size)
                     if size % 20:
