@@ -407,6 +407,7 @@ def test_the_readme_example_runs_as_written_and_says_what_the_readme_says(tmp_pa
     assert all(e["t_ms"] > crash["t_ms"] for e in kill if e["kind"] == "deliver")  # delivered after the kill
     early = [json.loads(line) for line in
              (tmp_path / "out" / "level-16-is-5m" / "history.jsonl").read_text().splitlines()]
+    validate_history(early)
     delivers = [e for e in early if e["kind"] == "deliver"]
     assert len(delivers) == 10 and all(e["due_ms"] - e["broker_ms"] > 29 * 60_000 for e in delivers)
     corrected = [e for e in early if e["kind"] == "preloaded" and e["state"] == "pending"]
