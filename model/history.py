@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 COMMON = ("seq", "t_ms", "kind")
-_INT, _STR, _BOOL, _LIST = (int,), (str,), (bool,), (list, tuple)
+_INT, _STR, _BOOL, _LIST, _DICT = (int,), (str,), (bool,), (list, tuple), (dict,)
 _OPT_INT, _OPT_STR = (int, type(None)), (str, type(None))
 
 
@@ -41,6 +41,16 @@ EVENTS: dict[str, EventKind] = {
                     "size": _INT, "reconsume_times": _INT, "broker_ms": _INT},
                    {"timer_out_ms": _INT, "due_ms": _INT}),
     "dlq": _kind({"group": _STR, "msg_id": _STR, "reconsume_times": _INT}),
+    # run --from-store: one message copy the recovered store held at the start (t_ms 0), in commit-log order.
+    # store_ms: when the old broker stored it; broker_ms: the run's broker clock at the start; deliver_ms: the
+    # broker-clock due time of a scheduled copy (SCHEDULE_TOPIC_XXXX, timer); state: "pending" (scheduled, still
+    # to be delivered), "delivered" (scheduled, its delay offset is past it) or "stored" (a consumable copy);
+    # offsets: group -> committed offset (consumerOffset.json) of the queue it is consumed from (its real one)
+    "preloaded": _kind({"msg_id": _STR, "topic": _STR, "queue_id": _INT, "queue_offset": _INT, "phy_offset": _INT,
+                        "size": _INT, "store_ms": _INT, "broker_ms": _INT, "reconsume_times": _INT,
+                        "tags": _OPT_STR, "real_topic": _OPT_STR, "real_queue_id": _OPT_INT, "delay_level": _INT,
+                        "deliver_ms": _OPT_INT, "state": _STR, "offsets": _DICT},
+                       {"due_ms": _INT}),  # due at once (correctDeliverTimestamp): the run's level-delay is shorter
     # a scheduled message put back to its real topic; level: a delay level or "timer"
     "deliver": _kind({"msg_id": _STR, "level": (int, str), "due_ms": _INT, "topic": _STR, "queue_id": _INT,
                       "broker_ms": _INT, "schedule_queue_offset": _INT}, {"slot_ms": _INT, "resend": _BOOL}),

@@ -16,12 +16,14 @@ from dataclasses import dataclass, field
 from .stats import (
     POLL_SLACK_MS,
     delivery_lateness,
+    due_mono_of_preloaded,
     due_mono_of_store,
     duplicate_consumes,
+    is_pending_preloaded,
     is_schedule_store,
     pending_messages,
 )
-from .topics import SCHEDULE_TOPIC, TIMER_TOPIC
+from .topics import DLQ_PREFIX, RETRY_PREFIX, SCHEDULE_TOPIC, TIMER_TOPIC
 
 CONSUME_SUCCESS = "CONSUME_SUCCESS"
 MAX_QUOTED_EVENTS = 8
@@ -113,6 +115,12 @@ class _Index:
             if msg_id is not None:
                 self.by_msg[msg_id].append(e)
         self.sent_ok = [e for e in self.by_kind["send"] if e["status"] == "SEND_OK"]
+        # run --from-store: msg_id -> the copies the store held at the start (``preloaded``), not sent in the run
+        sent_ids = {e["msg_id"] for e in self.sent_ok}
+        self.preloaded: dict[str, list[dict]] = {}
+        for e in self.by_kind["preloaded"]:
+            if e["msg_id"] not in sent_ids:
+                self.preloaded.setdefault(e["msg_id"], []).append(e)
         self._pending: dict[str, int] | None = None
         self.drain_t = next((e["t_ms"] for e in self.by_kind["drain"]), None)
         self.clock_steps = [e for e in self.by_kind["fault"] if e.get("site") == "clock"]
@@ -318,6 +326,42 @@ def _subscribed(group: GroupInfo, send: dict) -> bool:
     return group.tags is None or send.get("tags") in group.tags
 
 
+# --- the preloaded population (run --from-store) ----------------------------------------------------------------
+def preloaded_owed(copies: list[dict], g: GroupInfo) -> list[dict]:
+    """The copies (``preloaded`` events of one message) that oblige clustering group ``g`` to consume the message
+    or dead-letter it in the run; empty when the store says ``g`` is done with it or never owed it.
+
+    A copy in ``%DLQ%g`` means g is done (a dead letter stays one). Otherwise a copy is owed when it is consumed
+    from g's topic (tags matching) or from ``%RETRY%g`` -- a stored copy at or past g's committed offset of its
+    queue, or a scheduled copy still pending (it will be appended past any committed offset). A group with no
+    committed offset for a queue of its topic is not judged there (where it starts depends on RocketMQ's
+    CONSUME_FROM rule and the young-queue rule); its retry queue is read from offset 0 (computePullFromWhere)."""
+    if g.model != "CLUSTERING" or any(c["topic"] == DLQ_PREFIX + g.group for c in copies):
+        return []
+    owed = []
+    for c in copies:
+        if c["state"] == "delivered":
+            continue
+        topic = c["real_topic"] if c["state"] == "pending" else c["topic"]
+        if topic == RETRY_PREFIX + g.group:
+            offset = c["offsets"].get(g.group, 0)
+        elif topic == g.topic and (g.tags is None or c.get("tags") in g.tags):
+            offset = c["offsets"].get(g.group)
+        else:
+            continue
+        if offset is not None and (c["state"] == "pending" or c["queue_offset"] >= offset):
+            owed.append(c)
+    return owed
+
+
+def _where(copy: dict) -> str:
+    """A preloaded copy in words: its topic and queue, and what is due."""
+    text = f"{copy['topic']} q{copy['queue_id']} #{copy['queue_offset']}"
+    if copy["state"] == "pending":
+        text += f" (pending for {copy['real_topic']}, due at broker time {copy['deliver_ms']})"
+    return text
+
+
 # --- no_loss -------------------------------------------------------------------------------------------------
 def check_no_loss(ix: _Index, ctx: RunContext) -> dict:
     """A message not due before the end of the drain (``model.stats.pending_messages``) is pending, not lost: it
@@ -352,6 +396,22 @@ def check_no_loss(ix: _Index, ctx: RunContext) -> dict:
                                    "explanation": f"sent with SEND_OK but by the end of the drain {g.group} neither "
                                                   f"consumed it successfully nor dead-lettered it "
                                                   f"({len(consumes)} attempt(s); its last event was '{last}')"})
+    for msg_id, copies in ix.preloaded.items():  # run --from-store: what the store owed each group at the start
+        events = ix.by_msg[msg_id]
+        for g in ctx.groups:
+            owed = preloaded_owed(copies, g)
+            if not owed:
+                continue
+            if msg_id in not_due and not _done_in(events, g):
+                pending += 1
+                continue
+            checked += 1
+            if not _done_in(events, g) and not ix.lost_to_a_fault(msg_id, g.group):
+                attempts = sum(1 for e in events if e["kind"] == "consume" and e["group"] == g.group)
+                violations.append({"msg_id": msg_id, "group": g.group, "events": ix.quote(msg_id),
+                                   "explanation": f"in the store at the start ({_where(owed[-1])}) and owed to "
+                                                  f"{g.group}, but by the end of the drain {g.group} neither consumed "
+                                                  f"it successfully nor dead-lettered it ({attempts} attempt(s))"})
     verdict = _verdict(checked, violations)
     verdict["pending"] = pending
     return verdict
@@ -497,8 +557,15 @@ def _late_by_4x_fallback(ix: _Index, events: list[dict], group: str, dead: dict,
     return None
 
 
+def _over_a_lowered_limit(failed: list[dict], rt: int, limit: int, preset: set[int]) -> bool:
+    """run --from-store: the store held a retry copy whose reconsumeTimes already reached a limit lowered since;
+    its failed attempt is dead-lettered at once with that count + 1 (consumerSendMsgBack: reconsumeTimes >= max)."""
+    over = [c for c in failed if c["reconsume_times"] >= limit and c["reconsume_times"] in preset]
+    return bool(over) and rt == over[-1]["reconsume_times"] + 1
+
+
 def _dead_letter_problem(ix: _Index, events: list[dict], consumes: list[dict], group: str, dead: dict,
-                         limit: int, ctx: RunContext) -> str | None:
+                         limit: int, ctx: RunContext, preset: set[int] = frozenset()) -> str | None:
     """Why ``dead`` is not a dead letter RocketMQ stores (None: it is one). consumerSendMsgBack dead-letters the
     copy whose stored reconsumeTimes reached ``limit``, at once, with reconsumeTimes limit + 1. The producer
     fallback sends the client's count r + 1 (raised in memory by local retries): 5.x dead-letters when
@@ -525,7 +592,8 @@ def _dead_letter_problem(ix: _Index, events: list[dict], consumes: list[dict], g
         first = r == limit or (r > limit and trigger and _local_repeat(consumes, trigger[-1]))
         if rt != r + 1 or not trigger or not first:
             return count
-    elif rt != limit + 1 or not any(c["reconsume_times"] == limit for c in failed):
+    elif ((rt != limit + 1 or not any(c["reconsume_times"] == limit for c in failed))
+          and not _over_a_lowered_limit(failed, rt, limit, preset)):
         return count + (" (not 4.9.8's producer fallback: it did not come through SCHEDULE_TOPIC_XXXX)"
                         if era4 and rt == limit else "")
     last = [c for c in failed if c["reconsume_times"] == rt - 1] or failed
@@ -564,10 +632,24 @@ def check_dlq_after_max_retries(ix: _Index, ctx: RunContext) -> dict:
             limit = g.max_reconsume_times
             consumes = [e for e in events if e["kind"] == "consume" and e["group"] == group]
             dlqs = [e for e in events if e["kind"] == "dlq" and e["group"] == group]
-            if not consumes and not dlqs:
+            copies = ix.preloaded.get(msg_id, [])
+            dead_before = [c for c in copies if c["topic"] == DLQ_PREFIX + group]
+            if not consumes and not dlqs and not dead_before:
                 continue
             checked += 1
-            too_many = [c for c in consumes if c["reconsume_times"] > limit and not _local_repeat(consumes, c)]
+            if dead_before:  # a dead letter in the store stays one: no copy the run stores reaches the group again
+                stored = {(e["topic"], e["queue_id"], e["queue_offset"]) for e in events if e["kind"] == "store"}
+                again = [c for c in consumes if (c["queue_topic"], c["queue_id"], c["queue_offset"]) in stored]
+                if again:
+                    violations.append({"msg_id": msg_id, "group": group, "events": ix.quote(msg_id),
+                                       "explanation": f"in %DLQ%{group} at the start (stored at broker time "
+                                                      f"{dead_before[0]['store_ms']}), yet delivered to {group} again "
+                                                      f"as retry {again[0]['reconsume_times']}"})
+                    continue
+            # A retry count the store already held (a limit lowered since) is RocketMQ's to keep, not a retry too many.
+            preset = {c["reconsume_times"] for c in copies}
+            too_many = [c for c in consumes if c["reconsume_times"] > limit and not _local_repeat(consumes, c)
+                        and c["reconsume_times"] not in preset]
             if too_many:
                 c = too_many[0]
                 violations.append({"msg_id": msg_id, "group": group, "events": ix.quote(msg_id),
@@ -575,9 +657,12 @@ def check_dlq_after_max_retries(ix: _Index, ctx: RunContext) -> dict:
                                                   f"{limit} retries are allowed before the DLQ"})
                 continue
             for dead in dlqs:
-                problem = _dead_letter_problem(ix, events, consumes, group, dead, limit, ctx)
+                problem = _dead_letter_problem(ix, events, consumes, group, dead, limit, ctx, preset)
                 if problem is None:
-                    after = [c for c in consumes if c["seq"] > dead["seq"] and not _repeat_after_a_crash(ix, consumes, c)]
+                    # A retry chain the store already held (its counts) may still come back: the store's offsets
+                    # had not passed it, so RocketMQ delivers it again (a duplicate, not a retry past the DLQ).
+                    after = [c for c in consumes if c["seq"] > dead["seq"] and not _repeat_after_a_crash(ix, consumes, c)
+                             and c["reconsume_times"] not in preset]
                     if after:
                         problem = f"delivered to {group} as retry {after[0]['reconsume_times']} after it was dead-lettered"
                 if problem is not None:
@@ -588,6 +673,20 @@ def check_dlq_after_max_retries(ix: _Index, ctx: RunContext) -> dict:
 
 
 # --- retry_schedule ------------------------------------------------------------------------------------------
+def _from_a_preloaded_retry(ix: _Index, msg_id: str, consume: dict) -> bool:
+    """run --from-store: the store held a retry copy of this attempt for the group (in %RETRY%group, or pending for
+    it), due by the time of ``consume``: the consume may be that copy, whose send-back happened before the run."""
+    retry_topic = RETRY_PREFIX + consume["group"]
+    for p in ix.preloaded.get(msg_id, ()):
+        if p["reconsume_times"] != consume["reconsume_times"] or p["state"] == "delivered":
+            continue
+        if p["topic"] == retry_topic and p["state"] == "stored":
+            return True
+        if p["real_topic"] == retry_topic and p["state"] == "pending" and due_mono_of_preloaded(p) <= consume["t_ms"]:
+            return True
+    return False
+
+
 def check_retry_schedule(ix: _Index, ctx: RunContext) -> dict:
     """Retry k comes no sooner than its level's delay after the send-back of attempt k-1 (level 3 + (k-1), or
     the level the send-back named). The deliver time is the store time plus the delay on the broker's wall
@@ -613,6 +712,8 @@ def check_retry_schedule(ix: _Index, ctx: RunContext) -> dict:
                      and b["reconsume_times"] == k - 1 and b["result"] == "ok"]
             if not backs:
                 continue
+            if _from_a_preloaded_retry(ix, msg_id, c):
+                continue  # the store's own retry copy (sent back before the run) may be the one consumed
             sent_back = backs[0]  # the earliest copy comes back first: the most lenient pairing with duplicates
             if any(sent_back["t_ms"] <= t <= c["t_ms"] for t in step_times):
                 continue  # a backwards clock step in between: correctDeliverTimestamp may deliver early
@@ -677,6 +778,23 @@ def check_bounded_lateness(ix: _Index, ctx: RunContext) -> dict:
             checked += 1
             violations.append({"msg_id": msg_id, "events": ix.quote(msg_id),
                                "explanation": f"due at t={due_mono} ms in the drain but never delivered"})
+    # run --from-store: every scheduled copy the store held still pending is delivered, if due before the end
+    for msg_id, copies in ix.preloaded.items():
+        for p in copies:
+            if not is_pending_preloaded(p):
+                continue
+            timer = p["topic"] == TIMER_TOPIC
+            level = "timer" if timer else p["queue_id"] + 1
+            due_mono = due_mono_of_preloaded(p)
+            if due_mono + POLL_SLACK_MS + (2 * ctx.timer_precision_ms if timer else 0) > ctx.end_ms - 1000:
+                continue  # pending past the end of the drain
+            checked += 1
+            if not any(e["kind"] == "deliver" and e["level"] == level for e in ix.by_msg[msg_id]) and not (
+                    ix.lost_to_a_fault(msg_id)):
+                what = "on the timer wheel" if timer else f"at delay level {level}"
+                violations.append({"msg_id": msg_id, "events": ix.quote(msg_id),
+                                   "explanation": f"waiting {what} in the store at the start ({_where(p)}), due at "
+                                                  f"t={due_mono} ms, but never delivered"})
     return _verdict(checked, violations)
 
 
@@ -868,7 +986,7 @@ def _vacuous_retry_schedule(ix: _Index, ctx: RunContext, verdict: dict) -> str |
         backs = [b for b in events if b["kind"] == "send_back" and b["result"] == "ok"]
         retried = [c for c in events if c["kind"] == "consume" and any(
             b["seq"] < c["seq"] and (b["group"], b["reconsume_times"] + 1) == (c["group"], c["reconsume_times"])
-            for b in backs)]
+            for b in backs) and not _from_a_preloaded_retry(ix, msg_id, c)]
         if retried:
             return f"nothing checked although {msg_id} was sent back and consumed again as a retry"
     return None
@@ -900,7 +1018,8 @@ CHECKED_UNITS = {
     "per_level_order": "first deliveries from the delay levels' queues",
     "dlq_after_max_retries": "messages x clustering groups that consumed or dead-lettered them",
     "retry_schedule": "first consumes of retry copies after a successful send-back",
-    "bounded_lateness": "scheduled copies due in the settled drain",
+    "bounded_lateness": "scheduled copies due in the settled drain (and, run --from-store, the store's pending "
+                        "scheduled copies due before the end)",
     "duplicates": "distinct successful consumes and deliveries",
 }
 

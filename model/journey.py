@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 TIMER_TOPIC = "rmq_sys_wheel_timer"
-OWN_KINDS = ("send", "store", "consume", "send_back", "deliver", "dlq")
+OWN_KINDS = ("preloaded", "send", "store", "consume", "send_back", "deliver", "dlq")  # preloaded: run --from-store
 _ALWAYS_KINDS = ("crash", "restart")  # few, and each may decide the message's fate
 _SPAN_KINDS = ("fault",)  # injected faults while the message is in flight
 _LOSS_KINDS = ("store_rollback", "cq_truncate")  # these name the messages they cut
@@ -59,7 +59,7 @@ def build_journey(events: list[dict], msg_id: str) -> list[Hop]:
     own = [e for e in events if e.get("msg_id") == msg_id and e.get("kind") in OWN_KINDS]
     if not own:
         return []
-    queues = {(e.get("topic"), e.get("queue_id")) for e in own if e.get("kind") == "store"}
+    queues = {(e.get("topic"), e.get("queue_id")) for e in own if e.get("kind") in ("store", "preloaded")}
     queues |= {(e.get("queue_topic"), e.get("queue_id")) for e in own if e.get("kind") == "consume"}
     first_seq = own[0]["seq"]
     last_seq = own[-1]["seq"]
@@ -156,4 +156,6 @@ def outcome(hops: list[Hop]) -> str:
         return "dead-lettered"
     if any(h.kind == "consume" and h.event.get("status") == "CONSUME_SUCCESS" for h in own):
         return "consumed"
+    if any(h.kind == "preloaded" and h.event.get("topic", "").startswith("%DLQ%") for h in own):
+        return "dead-lettered before the run (in the store it started on)"
     return "not consumed"

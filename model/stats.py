@@ -32,6 +32,17 @@ def is_schedule_store(e: dict) -> bool:
     return e["kind"] == "store" and e["topic"] in (SCHEDULE_TOPIC, TIMER_TOPIC)
 
 
+def is_pending_preloaded(e: dict) -> bool:
+    """A scheduled copy the store held at the start of a ``run --from-store``, still to be delivered."""
+    return e["kind"] == "preloaded" and e["state"] == "pending" and e["deliver_ms"] is not None
+
+
+def due_mono_of_preloaded(e: dict) -> int:
+    """The monotonic due time of a pending preloaded copy: the run's start maps to ``broker_ms``; ``due_ms`` when the
+    broker corrects the stored due time (``deliver_ms``) to now."""
+    return e["t_ms"] + max(0, e.get("due_ms", e["deliver_ms"]) - e["broker_ms"])
+
+
 def due_mono_of_store(store: dict) -> int | None:
     """The monotonic due time of a scheduled copy, from its store event alone (None when not scheduled)."""
     if store["topic"] == SCHEDULE_TOPIC and "due_ms" in store:
@@ -60,13 +71,14 @@ def delivery_lateness(events: list[dict]) -> list[Lateness]:
     last_store: dict[str, dict] = {}
     out = []
     for e in events:
-        if is_schedule_store(e):
+        if is_schedule_store(e) or is_pending_preloaded(e):  # the broker_ms of a preloaded copy is the run's start
             last_store[e["msg_id"]] = e
         elif e["kind"] == "deliver":
             store = last_store.get(e["msg_id"])
             if store is None:
                 continue
-            due_mono = store["t_ms"] + max(0, e["due_ms"] - store["broker_ms"])
+            due_mono = (due_mono_of_preloaded(store) if store["kind"] == "preloaded"
+                        else store["t_ms"] + max(0, e["due_ms"] - store["broker_ms"]))
             out.append(Lateness(e["msg_id"], e["level"], e["t_ms"], due_mono, e["t_ms"] - due_mono,
                                 e["topic"].startswith(RETRY_PREFIX)))
     return out
@@ -126,11 +138,13 @@ def pending_messages(events: list[dict], end_ms: int, timer_precision_ms: int = 
     was not lost: the run ended before it was due."""
     last: dict[str, dict] = {}
     for e in events:
-        if e["kind"] in ("store", "deliver") and e.get("msg_id"):
+        if e["kind"] in ("store", "deliver", "preloaded") and e.get("msg_id"):
             last[e["msg_id"]] = e
     out = {}
     for msg_id, e in last.items():
-        if e["kind"] == "store" and is_schedule_store(e):
+        if is_pending_preloaded(e):  # run --from-store: still scheduled at the start
+            ready = due_mono_of_preloaded(e) + POLL_SLACK_MS + (2 * timer_precision_ms if e["topic"] == TIMER_TOPIC else 0)
+        elif e["kind"] == "store" and is_schedule_store(e):
             due = due_mono_of_store(e)
             if due is None:
                 continue

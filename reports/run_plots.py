@@ -32,13 +32,21 @@ class Lane:
 
 
 def message_lanes(events: list[dict]) -> list[Lane]:
-    """Every sent message with its own events (send, store, deliver, consume, send_back, dlq), in send order."""
+    """Every sent message with its own events (send, store, deliver, consume, send_back, dlq), in send order; and
+    (run --from-store) every message the store held that the run delivered or consumed, from the run's start."""
     lanes: dict[str, Lane] = {}
     early: dict[str, list[dict]] = {}  # the store of the first copy is recorded before its send
+    preloaded: dict[str, dict] = {}  # run --from-store: a message the store held, given a lane when the run moves it
     for e in events:
         msg_id = e.get("msg_id")
+        if e["kind"] == "preloaded" and (msg_id not in preloaded or e["state"] == "pending"):
+            preloaded[msg_id] = e
+            if e["state"] == "pending" and msg_id not in lanes:  # still waiting: drawn, delivered or not
+                lanes[msg_id] = _preloaded_lane(e, len(lanes))
         if msg_id is None or e["kind"] not in ("send", "store", "deliver", "consume", "send_back", "dlq"):
             continue
+        if e["kind"] != "send" and msg_id not in lanes and msg_id in preloaded:
+            lanes[msg_id] = _preloaded_lane(preloaded[msg_id], len(lanes))
         if e["kind"] == "send" and msg_id not in lanes:
             lanes[msg_id] = Lane(msg_id, len(lanes), e["t_ms"], e.get("delay_level") or 0,
                                  e.get("timer_delay_ms") is not None, e.get("status", "SEND_OK"))
@@ -48,6 +56,11 @@ def message_lanes(events: list[dict]) -> list[Lane]:
         else:
             early.setdefault(msg_id, []).append(e)
     return list(lanes.values())
+
+
+def _preloaded_lane(p: dict, index: int) -> Lane:
+    pending = p["state"] == "pending"
+    return Lane(p["msg_id"], index, p["t_ms"], p["delay_level"] if pending else 0, pending and p["topic"] == TIMER_TOPIC)
 
 
 def _fault_times(events: list[dict]) -> list[int]:

@@ -41,6 +41,14 @@ def describe(hop: Hop) -> str:
         if e.get("topic") == TIMER_TOPIC and e.get("timer_out_ms") is not None:
             text += f"; wheel slot {clock(e['timer_out_ms'])}"
         return text
+    if kind == "preloaded":  # run --from-store: a copy the store held at the start
+        text = (f"in the store at the start: {place(e)} @ cq {e['queue_offset']}, commit log {e['phy_offset']}, "
+                f"stored {clock(e['store_ms'])}, reconsumeTimes {e['reconsume_times']}")
+        if e.get("state") == "pending":
+            text += f"; waiting for {e['real_topic']}, due {clock(e['deliver_ms'])}"
+        elif e.get("state") == "delivered":
+            text += "; already delivered (its delay offset is past it)"
+        return text
     if kind == "consume":
         return (f"consume by {e['client_id']} from {place(e)} @ cq {e['queue_offset']}, "
                 f"reconsumeTimes {e['reconsume_times']} -> {e['status']}")

@@ -152,6 +152,10 @@ def _print_run(summary: dict, out_dir: str | None) -> None:
           f"duplicates {st['duplicates']}, dlq {st['dlq']}, crashes {st['crashes']}, faults {st['faults']}, "
           f"delivery lateness p50/p99/max {late['p50']}/{late['p99']}/{late['max']} ms"
           + (f", pending {st['pending']} (not due before the end of the drain)" if st.get("pending") else ""))
+    if summary.get("from_store"):
+        pre = summary["preloaded"]
+        print(f"  from store {summary['from_store']}: {pre['copies']} copies of {pre['messages']} messages, "
+              f"{pre['pending']} waiting to be delivered, {pre['dead_letters']} dead letters")
     for name, verdict in summary["invariants"].items():
         mark = ("VAC " if verdict.get("vacuous") else "ok  ") if verdict["holds"] else "FAIL"
         extra = f", {verdict['pending']} pending" if verdict.get("pending") else ""
@@ -183,13 +187,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.shrink_runs < 1:
         raise UsageError("--shrink-runs must be at least 1")
     scenario = _load(args.scenario)
+    if args.shrink and args.from_store:
+        raise UsageError("--shrink does not work with --from-store (the shrinker reruns the scenario without the store)")
+    image = _store_image(args.from_store, scenario, args.era) if args.from_store else None
     out_dir = args.out or os.path.join("out", "runs", f"{scenario.name}-seed{args.seed if args.seed is not None else scenario.seed}")
     _writable_dir(out_dir, "--out")
     try:
         result = run_scenario(scenario, args.seed, era=args.era, mutants=args.mutant or (), disk=args.disk,
                               out_dir=out_dir, faithful_polling=args.faithful_polling, shuffle_ties=args.shuffle_ties,
                               progress=_progress_bar(scenario.name), scenario_arg=args.scenario,
-                              check=_checker())
+                              check=_checker(), from_store=image)
     except UnknownMutant as error:
         raise UsageError(str(error)) from None
     _print_run(result.summary, out_dir)
@@ -197,6 +204,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if code == EXIT_VIOLATION and args.shrink and result.summary.get("verdict") != "simulator_error":
         _shrink_run(result, os.path.join(out_dir, "shrunk.toml"), args.era, args.shrink_runs)
     return code
+
+
+def _store_image(store_dir: str, scenario, era: str | None):
+    """``run --from-store DIR``: DIR read and checked before anything is written (exit 2 with the path and offset)."""
+    from sim.from_store import StoreImageError, load_store_image
+    from sim.world import World
+
+    world = World(scenario, scenario.seed, era=era)  # the run's store and broker settings, nothing started
+    try:
+        return load_store_image(store_dir, world.store_config, world.broker_config, world.clock.epoch_ms)
+    except StoreImageError as error:
+        raise UsageError(f"--from-store {error}") from None
 
 
 def _shrink_run(result, path: str, era: str | None, max_runs: int) -> None:
@@ -363,10 +382,11 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         seed, expected = summary["seed"], summary["history_sha256"]
     except (OSError, ValueError, KeyError, TypeError, ScenarioError) as error:
         raise UsageError(f"{path}: not a run summary ({error})") from None
+    image = _store_image(summary["from_store"], scenario, summary.get("era")) if summary.get("from_store") else None
     result = run_scenario(scenario, seed, era=summary.get("era"), mutants=summary.get("mutants", ()),
                           disk=summary.get("disk", "memory"), faithful_polling=summary.get("faithful_polling", False),
                           shuffle_ties=summary.get("shuffle_ties", False),
-                          progress=_progress_bar("replay"), check=_checker())
+                          progress=_progress_bar("replay"), check=_checker(), from_store=image)
     got = result.summary["history_sha256"]
     if got != expected:
         print(f"replay of {args.dir}: history DIFFERS: expected {expected}, got {got}")
@@ -507,6 +527,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--era", choices=["5.3.3", "4.9.8"], default=None, help="RocketMQ behaviour to follow")
     p.add_argument("--mutant", action="append", metavar="NAME", help="put back a historical bug (repeatable)")
     p.add_argument("--disk", choices=["memory", "os"], default="memory")
+    p.add_argument("--from-store", default=None, metavar="DIR",
+                   help="start the broker on a copy of this store directory (never modified): its messages, offsets "
+                        "and config files, recovered as RocketMQ would (abort file: abnormal recovery)")
     p.add_argument("--faithful-polling", action="store_true",
                    help="poll every 100 ms like RocketMQ instead of sleeping through idle time (same history)")
     p.add_argument("--shuffle-ties", action="store_true",

@@ -17,6 +17,7 @@ from store.faults import BrokerCrash
 from store.mutants import validate
 
 from .checking import check_run
+from .from_store import preloaded_counts
 from .history import History
 from .stats import run_stats
 from .world import World
@@ -34,7 +35,7 @@ class RunResult:
 
 
 def repro_command(scenario_arg: str, seed: int, era: str | None, mutants, disk: str,
-                  shuffle_ties: bool = False) -> str:
+                  shuffle_ties: bool = False, from_store: str | None = None) -> str:
     parts = ["rmqsim", "run", scenario_arg, "--seed", str(seed)]
     if era:
         parts += ["--era", era]
@@ -44,16 +45,20 @@ def repro_command(scenario_arg: str, seed: int, era: str | None, mutants, disk: 
         parts += ["--disk", disk]
     if shuffle_ties:
         parts.append("--shuffle-ties")
+    if from_store:
+        parts += ["--from-store", from_store]
     return " ".join(parts)
 
 
 def run_scenario(scenario: Scenario, seed: int | None = None, *, era: str | None = None, mutants=(),
                  disk: str = "memory", out_dir: str | None = None, faithful_polling: bool = False,
-                 progress=None, scenario_arg: str | None = None, check=None, shuffle_ties: bool = False) -> RunResult:
+                 progress=None, scenario_arg: str | None = None, check=None, shuffle_ties: bool = False,
+                 from_store=None) -> RunResult:
     """Run ``scenario`` deterministically; ``check(history, world) -> dict`` gives the invariant verdicts.
 
     Every invariant is checked unless told otherwise: ``check=None`` is ``sim.checking.check_run``; only
-    ``check=False`` skips checking (the summary's verdict is then "unchecked", never "holds")."""
+    ``check=False`` skips checking (the summary's verdict is then "unchecked", never "holds"). ``from_store``: a
+    ``sim.from_store.StoreImage`` the broker starts on (``run --from-store``)."""
     seed = scenario.seed if seed is None else seed
     mutant_set = validate(mutants)
     tmp_root = None
@@ -64,7 +69,7 @@ def run_scenario(scenario: Scenario, seed: int | None = None, *, era: str | None
         store_disk = MemoryDisk()
     wall_start = time.perf_counter()  # wall-clock ok: reported, never part of the history
     world = World(scenario, seed, era=era, mutants=mutant_set, disk=store_disk, faithful_polling=faithful_polling,
-                  shuffle_ties=shuffle_ties)
+                  shuffle_ties=shuffle_ties, preload=from_store)
     sim_error = None
     try:
         world.run(progress)
@@ -88,7 +93,8 @@ def run_scenario(scenario: Scenario, seed: int | None = None, *, era: str | None
         "history_sha256": history.sha256(),
         "invariants": invariants,
         "stats": run_stats(history, world),
-        "repro": repro_command(scenario_arg or scenario.source or scenario.name, seed, era, mutant_set, disk, shuffle_ties),
+        "repro": repro_command(scenario_arg or scenario.source or scenario.name, seed, era, mutant_set, disk, shuffle_ties,
+                               from_store.root if from_store is not None else None),
         "scenario_doc": scenario.doc,
         "faithful_polling": faithful_polling,
         "shuffle_ties": shuffle_ties,
@@ -97,6 +103,9 @@ def run_scenario(scenario: Scenario, seed: int | None = None, *, era: str | None
         "verdict": verdict_of(invariants, sim_error, checked=check is not False),
         "probes": world.probes.as_dict(),
     }
+    if from_store is not None:
+        summary["from_store"] = from_store.root
+        summary["preloaded"] = preloaded_counts(history.events)
     if sim_error is not None:
         summary["simulator_error"] = sim_error
     if out_dir is not None:

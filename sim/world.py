@@ -62,7 +62,7 @@ def store_config_of(scenario: Scenario, era: str | None = None) -> MessageStoreC
 
 class World:
     def __init__(self, scenario: Scenario, seed: int, *, era: str | None = None, mutants=frozenset(),
-                 disk=None, faithful_polling: bool = False, shuffle_ties: bool = False) -> None:
+                 disk=None, faithful_polling: bool = False, shuffle_ties: bool = False, preload=None) -> None:
         self.scenario = scenario
         self.shuffle_ties = shuffle_ties
         self.seed = seed
@@ -80,6 +80,10 @@ class World:
             auto_create_subscription_group=scenario.broker.auto_create_subscription_group,
             flush_consumer_offset_interval_ms=scenario.broker.flush_consumer_offset_interval_ms,
         )
+        self.preload = preload  # run --from-store: a StoreImage whose files, sizes and clock the run starts on
+        if preload is not None:
+            self.store_config = preload.store_config(self.store_config)
+            preload.install(self)
         self.scheduler = Scheduler(self.env, self.broker_crashed,
                                    tie_rng=self.rngs.stream("ties") if shuffle_ties else None)
         self.scheduler.before_step = self._before_step
@@ -529,6 +533,8 @@ class World:
     # --- running ---------------------------------------------------------------------------------
     def run(self, progress=None) -> None:
         self.start_broker()
+        if self.preload is not None:  # the recovered store's messages join the checked population
+            self.preload.record_population(self)
         self.scheduler.add_owner("network", [self.network_service], RANK_NETWORK)
         # The kernel's writeback only moves bytes from the page cache to the platter: only a power failure can
         # tell. Without one in the plan, a skipping run leaves it out.
