@@ -428,8 +428,11 @@ def _done_in(events: list[dict], g: GroupInfo) -> bool:
 
 # --- at_least_once_redelivery --------------------------------------------------------------------------------
 def check_at_least_once_redelivery(ix: _Index, ctx: RunContext) -> dict:
+    """A failed attempt, or a success its crashed consumer never committed, is followed by another attempt or a
+    dead letter -- unless the message's next copy is due after the drain (``pending``, as in ``no_loss``)."""
     violations = []
-    checked = 0
+    checked = pending = 0
+    not_due = ix.pending(ctx)
     clustering = {g.group for g in ctx.groups if g.model == "CLUSTERING"}
     crashes = {e["target"]: [] for e in ix.by_kind["crash"]}
     for e in ix.by_kind["crash"]:
@@ -443,6 +446,9 @@ def check_at_least_once_redelivery(ix: _Index, ctx: RunContext) -> dict:
             group = attempt["group"]
             later = [c for c in consumes[i + 1:] if c["group"] == group]
             dead = any(e["kind"] == "dlq" and e["group"] == group and e["seq"] > attempt["seq"] for e in events)
+            if not later and not dead and not_due.get(msg_id, -1) >= attempt["t_ms"]:
+                pending += 1  # its next copy is due after the drain: the run ended before it could come back
+                continue
             if attempt["status"] != CONSUME_SUCCESS:
                 checked += 1
                 # A fault before the attempt destroyed the copy it read, and the client's way back (the local
@@ -471,7 +477,9 @@ def check_at_least_once_redelivery(ix: _Index, ctx: RunContext) -> dict:
                 violations.append({"msg_id": msg_id, "group": group, "events": ix.quote(msg_id),
                                    "explanation": f"{owner} consumed it at t={attempt['t_ms']} ms and crashed before "
                                                   f"committing its offset, but {group} never got it again"})
-    return _verdict(checked, violations)
+    verdict = _verdict(checked, violations)
+    verdict["pending"] = pending
+    return verdict
 
 
 # --- no_early_delivery ---------------------------------------------------------------------------------------
@@ -689,7 +697,7 @@ def _from_a_preloaded_retry(ix: _Index, msg_id: str, consume: dict) -> bool:
 
 def check_retry_schedule(ix: _Index, ctx: RunContext) -> dict:
     """Retry k comes no sooner than its level's delay after the send-back of attempt k-1 (level 3 + (k-1), or
-    the level the send-back named). The deliver time is the store time plus the delay on the broker's wall
+    the level the send-back named), and a copy in %RETRY% has k >= 1. The deliver time is the store time plus the delay on the broker's wall
     clock (ROCKETMQ.md 11), so a forward step in between shortens the wait by its size, legitimately; after a
     backwards step correctDeliverTimestamp may deliver at once."""
     violations = []
@@ -706,6 +714,12 @@ def check_retry_schedule(ix: _Index, ctx: RunContext) -> dict:
                 continue  # the same stored copy again: a client-local retry (send-back failed) or a re-pull
             copies_seen.add(copy)
             if c["reconsume_times"] < 1:
+                if c.get("queue_topic") == RETRY_PREFIX + c["group"]:
+                    checked += 1  # every way into %RETRY% (send-back, producer fallback) counts the failed attempt
+                    violations.append({"msg_id": msg_id, "group": c["group"], "events": ix.quote(msg_id),
+                                       "explanation": f"a copy consumed from {RETRY_PREFIX}{c['group']} carries "
+                                                      f"reconsumeTimes 0: the send-back did not count the failed "
+                                                      f"attempt, so the retry ladder never climbs to the DLQ"})
                 continue
             k = c["reconsume_times"]
             backs = [b for b in events[:i] if b["kind"] == "send_back" and b["group"] == c["group"]

@@ -41,7 +41,7 @@ CASES = {
     "correct_delay_offset_past_max": ("store-rollback", (), 1, "no_loss"),
     "correct_delay_offset_to_min": ("store-rollback", (), 1, "duplicates"),
     "ignore_client_max_reconsume": ("retry-ladder-to-dlq", LADDER, 1, "dlq_after_max_retries"),
-    "reconsume_times_not_bumped": ("retry-ladder-to-dlq", LADDER, 1, "at_least_once_redelivery"),
+    "reconsume_times_not_bumped": ("retry-ladder-to-dlq", LADDER, 1, "retry_schedule"),
     "timer_read_current_slot": ("timer-wheel-basic", (), 1, "no_early_delivery"),
     "next_begin_plus_one": ("all-levels-under-load", (), 1, "no_loss"),
     "overflow_one_plus_one": ("slow-listener-expired-retry", (), 1, "no_loss"),
