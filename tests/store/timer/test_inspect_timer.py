@@ -7,11 +7,12 @@ import json
 import os
 import random
 
+from scenarios.inspect_text import format_inspection
 from store.broker.broker_controller import BrokerController
 from store.clock import ManualClock
 from store.disk import OsDisk
 from store.driver import run_for
-from store.inspect import format_inspection, inspect_store_dir
+from store.inspect import inspect_store_dir
 from store.message import MessageExt, java_string_hash
 
 from .helpers import TIMER_STORE, TOPIC
