@@ -226,7 +226,7 @@ class DefaultMQPushConsumer:
         if self.message_model == CLUSTERING:
             self.rebalance_impl.subscription_inner[self.retry_topic] = build_subscription_data(self.retry_topic, "*")
 
-    def shutdown(self, mono_ms: int) -> None:
+    def shutdown(self) -> None:
         """Graceful stop: persist every offset, leave the group, drop the queues."""
         if self.service_state != RUNNING:
             return
@@ -399,14 +399,14 @@ class DefaultMQPushConsumer:
         return self.consume_message_service.next_consume_request()
 
     def complete_consume_request(
-        self, request: ConsumeRequest, status: str | None, mono_ms: int,
+        self, request: ConsumeRequest, status: str | None,
         delay_level_when_next_consume: int = 0, ack_index: int | None = None,
     ) -> None:
         """The listener's answer for ``request``: "CONSUME_SUCCESS", "RECONSUME_LATER" or None (= later)."""
         self.consume_message_service.complete_consume_request(
             request, status, delay_level_when_next_consume, ack_index)
 
-    def run_listener(self, listener: Listener, mono_ms: int) -> int:
+    def run_listener(self, listener: Listener) -> int:
         """Drain ``consume_requests`` through ``listener(msgs, context)``; how many requests ran."""
         ran = 0
         while (request := self.next_consume_request()) is not None:
@@ -416,7 +416,7 @@ class DefaultMQPushConsumer:
             except Exception as error:  # noqa: BLE001 - the user's listener: Java's catch-all stays here
                 self.log.warn(f"consumeMessage exception: {error}", error)
                 status = None
-            self.complete_consume_request(request, status, mono_ms, context.delay_level_when_next_consume,
+            self.complete_consume_request(request, status, context.delay_level_when_next_consume,
                                           context.ack_index)
             ran += 1
         return ran

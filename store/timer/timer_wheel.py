@@ -220,13 +220,6 @@ class TimerWheel:
 
     def _index_used_slots(self) -> None:
         """At load: note every slot with a non-zero byte (a zero slot can never match a real time)."""
-        buf = self.buf
-        zero_chunk, zero_slot = bytes(_SCAN_CHUNK), bytes(SLOT_SIZE)
-        for chunk in range(0, len(buf), _SCAN_CHUNK):
-            end = min(chunk + _SCAN_CHUNK, len(buf))
-            if buf[chunk:end] == zero_chunk[: end - chunk]:
-                continue
-            for pos in range(chunk, end, SLOT_SIZE):
-                if buf[pos : pos + SLOT_SIZE] != zero_slot:
-                    self._used.add(pos // SLOT_SIZE)
-                    self._remember(_Q.unpack_from(buf, pos)[0])
+        for slot in iter_used_slots(self.buf):
+            self._used.add(slot.index)
+            self._remember(slot.time_units)
