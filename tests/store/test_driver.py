@@ -60,3 +60,23 @@ def test_monotonic_time_advances_during_a_live_run(tmp_path):
     assert held.suspend_mono_ms >= start_mono + 150
     assert broker.hold_service.next_wakeup_ms() >= clock.monotonic_ms()  # the 5 s grid is kept from now
     broker.shutdown()
+
+
+def test_only_the_driver_reads_real_time():
+    """Every other module of store/ gets time from the clock it was given: no ``time`` import and no
+    ``datetime.now()`` (calendar arithmetic on a given timestamp is fine)."""
+    import ast
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parents[2] / "store"
+    readers = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else [])
+            reads_now = (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                         and node.func.attr in ("now", "utcnow", "today") and isinstance(node.func.value, ast.Name)
+                         and node.func.value.id in ("datetime", "date"))
+            if reads_now or any(name.split(".")[0] == "time" for name in names):
+                readers.append(path.relative_to(root).as_posix())
+    assert sorted(set(readers)) == ["driver.py"]
