@@ -19,40 +19,36 @@ from store.broker.broker_controller import BrokerController
 from store.clock import ManualClock
 from store.config import MessageStoreConfig
 from store.disk import MemoryDisk
+from store.driver import run_for
 from store.message import MessageExt
 
 TOPIC = "BenchTopic"
 
 
 class Driver:
-    """Steps every service at its wake-up, earliest first (the harness loop of the tests)."""
+    """Steps every service at its wake-up, earliest first (``store.driver.run_for``), counting steps."""
 
     def __init__(self, broker: BrokerController, clock: ManualClock) -> None:
-        self.broker, self.clock, self.mono = broker, clock, 0
+        self.broker, self.clock = broker, clock
         self.steps = 0
 
+    @property
+    def mono(self) -> int:
+        return self.clock.monotonic_ms()
+
+    def _step(self, service, mono_ms: int) -> None:
+        service.step(mono_ms)
+        self.steps += 1
+
     def run_until(self, end_mono: int, done=lambda: False) -> None:
-        while not done():
-            services = self.broker.all_services
-            best = None
-            for i, service in enumerate(services):
-                at = service.next_wakeup_ms()
-                if at is not None and at <= end_mono and (best is None or (at, i) < best):
-                    best = (at, i)
-            if best is None:
-                break
-            at = max(best[0], self.mono)
-            self.clock.advance(at - self.mono)
-            self.mono = at
-            self.broker.set_mono(at)
-            services[best[1]].step(at)
-            self.steps += 1
+        if not done():
+            run_for(lambda: self.broker.all_services, self.clock, end_mono - self.mono, stop=done, step=self._step)
 
 
 def bench(messages: int, spread_s: int, precision_ms: int, body_len: int) -> dict:
     config = MessageStoreConfig(mapped_file_size_commit_log=64 * 1024 * 1024, timer_precision_ms=precision_ms,
                                 timer_slots_total=3600, mapped_file_size_timer_log=52 * 100_000 + 16)
-    clock = ManualClock()
+    clock = ManualClock(monotonic_start_ms=0)
     broker = BrokerController(MemoryDisk(), clock, rng=random.Random(1), store_config=config)
     broker.initialize()
     broker.start(0)

@@ -22,7 +22,8 @@ class UsageError(Exception):
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
-    from store.inspect import format_inspection, inspect_store_dir, is_store_dir
+    from scenarios.inspect_text import format_inspection
+    from store.inspect import inspect_store_dir, is_store_dir
 
     if not os.path.isdir(args.store_dir):
         raise UsageError(f"{args.store_dir}: not a directory")

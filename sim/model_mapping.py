@@ -35,6 +35,7 @@ from store.clock import ManualClock
 from store.commit_log import SCHEDULE_TOPIC
 from store.config import BrokerConfig, MessageStoreConfig
 from store.disk import MemoryDisk
+from store.driver import run_for
 from store.fastjson import loads
 from store.faults import FAIL, SITE_PUT, SITE_SCHEDULE_DELIVER, SITE_SCHEDULE_REBUILD, SITE_SEND_BACK
 from store.message import PROPERTY_DELAY_TIME_LEVEL, PROPERTY_REAL_TOPIC, MessageExt
@@ -112,11 +113,10 @@ class StoreUnderModel:
     cfg: ModelConfig
     seed: int = 1
     disk: MemoryDisk = field(default_factory=MemoryDisk)
-    clock: ManualClock = field(default_factory=lambda: ManualClock(EPOCH_MS))
+    clock: ManualClock = field(default_factory=lambda: ManualClock(EPOCH_MS, monotonic_start_ms=0))
     faults: OneShotFaults = field(default_factory=OneShotFaults)
 
     def __post_init__(self) -> None:
-        self.mono_ms = 0
         self.store_config, self.broker_config = store_configs(self.cfg)
         self.mutants = frozenset(m for m in self.cfg.mutants if m in CATALOGUE)
         self.broker: BrokerController | None = None
@@ -128,6 +128,10 @@ class StoreUnderModel:
         self.restart()
 
     # --- lifecycle ----------------------------------------------------------------------------------------
+    @property
+    def mono_ms(self) -> int:
+        return self.clock.monotonic_ms()
+
     @property
     def up(self) -> bool:
         return self.broker is not None
@@ -169,23 +173,13 @@ class StoreUnderModel:
     def run_for(self, duration_ms: int) -> None:
         """Advance both clocks, stepping every service at each of its wake-ups (earliest first)."""
         assert self.broker is not None
-        end = self.mono_ms + duration_ms
-        while True:
-            services = self.broker.all_services
-            due = [(at, i) for i, s in enumerate(services) if (at := s.next_wakeup_ms()) is not None and at <= end]
-            if not due:
-                break
-            at, i = min(due)
-            at = max(at, self.mono_ms)
-            self.clock.advance(at - self.mono_ms)
-            self.mono_ms = at
-            self.broker.set_mono(at)
-            self._stepping = services[i]
-            services[i].step(at)
-            self._stepping = None
-        self.clock.advance(end - self.mono_ms)
-        self.mono_ms = end
-        self.broker.set_mono(end)
+        broker = self.broker
+        run_for(lambda: broker.all_services, self.clock, duration_ms, step=self._step)
+
+    def _step(self, service, mono_ms: int) -> None:
+        self._stepping = service
+        service.step(mono_ms)
+        self._stepping = None
 
     def settle(self) -> None:
         """Dispatch what was just stored into the consume queues (the reput service would, 1 ms later)."""

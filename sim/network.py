@@ -57,7 +57,6 @@ class SimNetwork:
         if broker is None:
             raise RemotingError("connect to broker-a failed: the broker is down", fault_site=self.world.down_site)
         self.world.on_client_request()
-        self.world.sync_broker_mono()
         return broker
 
     def _call(self, fn):
@@ -78,7 +77,6 @@ class SimNetwork:
 
         def answer(result) -> None:
             def deliver() -> None:
-                world.clients_mono(self.client_owner)
                 callback(result)
                 world.scheduler.touch(self.client_owner)
             world.network_service.deliver_at(world.now_mono() + latency, deliver)

@@ -105,10 +105,9 @@ class ConsumeExecutor:
         return RECONSUME_LATER if failed else CONSUME_SUCCESS
 
     def step(self, mono_ms: int) -> None:
-        self.consumer.set_mono(mono_ms)
         while self.in_flight and self.in_flight[0][0] <= mono_ms:
             _, _, request, status = self.in_flight.pop(0)
-            self.consumer.complete_consume_request(request, status, mono_ms)
+            self.consumer.complete_consume_request(request, status)
         while len(self.in_flight) < CONSUME_THREAD_MAX:
             request = self.consumer.next_consume_request()
             if request is None:

@@ -86,7 +86,6 @@ class World:
             preload.install(self)
         self.scheduler = Scheduler(self.env, self.broker_crashed,
                                    tie_rng=self.rngs.stream("ties") if shuffle_ties else None)
-        self.scheduler.before_step = self._before_step
         self.faults = SimFaults(self, scenario.faults, self.rngs.stream("faults"))
         self.broker: BrokerController | None = None
         self.broker_generation = 0
@@ -112,10 +111,6 @@ class World:
     def record(self, kind: str, **fields) -> None:
         self.history.record(self.now_mono(), kind, **fields)
 
-    def _before_step(self, _now: int) -> None:
-        self.faults.fired = None
-        self.sync_broker_mono()
-
     def log_to(self, name: str) -> StoreLog:
         """The logger a component of this world writes to: WARN and ERROR lines become ``log`` events."""
         return StoreLog(name, self._on_log)
@@ -130,20 +125,6 @@ class World:
         elif fault_site is None and not caught:
             fault_site = self.faults.fired
         self.record("log", level=level, logger=logger, message=message, fault_site=fault_site)
-
-    def sync_broker_mono(self) -> None:
-        if self.broker is not None:
-            self.broker.set_mono(self.now_mono())
-
-    def _before_step(self, now_mono: int) -> None:
-        broker = self.broker
-        if broker is not None:
-            broker.set_mono(now_mono)
-
-    def clients_mono(self, owner: str) -> None:
-        entry = self.consumers.get(owner)
-        if entry is not None:
-            entry[0].set_mono(self.now_mono())
 
     # --- the broker -------------------------------------------------------------------------------
     def start_broker(self) -> None:

@@ -9,6 +9,14 @@ from .disk import Disk
 CHECKPOINT_FILE = "checkpoint"
 CHECKPOINT_FILE_SIZE = 4096
 _FIELDS = struct.Struct(">qqqqq")
+FIELDS = ("physic_msg_timestamp", "logics_msg_timestamp", "index_msg_timestamp", "master_flushed_offset",
+          "confirm_phy_offset")  # big-endian longs from @0, in this order
+
+
+def decode_fields(raw: bytes) -> dict[str, int]:
+    """The fields a (possibly short) ``checkpoint`` holds, whole longs only: pure (``inspect`` reads with it)."""
+    return {name: int.from_bytes(raw[i * 8 : i * 8 + 8], "big", signed=True)
+            for i, name in enumerate(FIELDS) if len(raw) >= i * 8 + 8}
 CHECKPOINT_MARGIN_MS = 3000  # getMinTimestamp's safety margin (alibaba #467)
 
 

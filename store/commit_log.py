@@ -146,7 +146,11 @@ class CommitLog:
         self, buf: bytes, pos: int, check_crc: bool, read_body: bool = False
     ) -> codec.DispatchRequest:
         """The codec's check plus the broker's one twist: a delayed message's tagsCode is its deliver time."""
-        req = codec.check_message_and_return_size(buf, pos, check_crc=check_crc, read_body=read_body)
+        return self.with_deliver_tags_code(
+            codec.check_message_and_return_size(buf, pos, check_crc=check_crc, read_body=read_body))
+
+    def with_deliver_tags_code(self, req: codec.DispatchRequest) -> codec.DispatchRequest:
+        """A record of SCHEDULE_TOPIC_XXXX gets its deliver time as tagsCode (the level's delay after storing)."""
         if req.success and req.msg_size > 0 and req.topic == SCHEDULE_TOPIC and req.properties:
             level_text = req.properties.get(codec.PROPERTY_DELAY_TIME_LEVEL)
             if level_text:
@@ -239,33 +243,33 @@ class CommitLog:
         return store_ts != 0 and store_ts <= self.checkpoint.get_min_timestamp()
 
     def _scan(self, index: int, dispatch_from: int | None, dispatch: Callable[[codec.DispatchRequest], None]) -> int:
-        """Walk records with CRC checks from file ``index``; return the end of the last valid one."""
+        """Walk records with CRC checks from file ``index`` (``codec.iter_records``, as ``inspect`` does) to the
+        first invalid one; a blank goes on with the next file. Return the end of the last valid record."""
         files = self.mfq.mapped_files
-        mf = files[index]
-        data = mf.handle.read(0, self.file_size)
-        process_offset = mf.file_from_offset
-        pos = 0
         while True:
-            req = self.check_message_and_return_size(data, pos, check_crc=self.config.check_crc_on_recover)
-            if req.success and req.msg_size > 0:
-                self._last_valid_msg_offset = mf.file_from_offset + pos
-                if dispatch_from is not None and req.commit_log_offset >= dispatch_from:
-                    dispatch(req)
-                pos += req.msg_size
-            elif req.success:  # blank: the file ends here, continue with the next one
-                index += 1
-                if index >= len(files):
-                    break
-                mf = files[index]
-                data = mf.handle.read(0, self.file_size)
-                process_offset = mf.file_from_offset
-                pos = 0
-            else:
-                if req.error and pos < self.file_size and any(data[pos : pos + 4]):
-                    self.log.warn(f"recover: {mf.path} pos {pos}: {req.error}; the commit log ends at "
-                                  f"{process_offset + pos}", fault_site=DISK_DAMAGE)
-                break
-        return process_offset + pos
+            mf = files[index]
+            data = mf.handle.read(0, self.file_size)
+            end = mf.file_from_offset
+            blank = False
+            for item in codec.iter_records(data, mf.file_from_offset, check_crc=self.config.check_crc_on_recover):
+                if isinstance(item, codec.Record):
+                    self._last_valid_msg_offset = item.offset
+                    end = item.offset + item.request.msg_size
+                    if dispatch_from is not None and item.request.commit_log_offset >= dispatch_from:
+                        dispatch(self.with_deliver_tags_code(item.request))
+                    continue
+                end = item.offset
+                if isinstance(item, codec.Blank):
+                    blank = True
+                else:
+                    pos = item.offset - mf.file_from_offset
+                    if item.reason and pos < self.file_size and any(data[pos : pos + 4]):
+                        self.log.warn(f"recover: {mf.path} pos {pos}: {item.reason}; the commit log ends at "
+                                      f"{item.offset}", fault_site=DISK_DAMAGE)
+                break  # recovery stops at the first invalid record
+            if not blank or index + 1 >= len(files):
+                return end
+            index += 1
 
     def _truncate(self, process_offset: int, max_phy_offset_of_cq: int, truncate_logic: Callable[[int], None]) -> None:
         self.mfq.flushed_where = process_offset

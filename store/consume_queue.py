@@ -8,14 +8,44 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 from .disk import Disk
 from .log import StoreLog, as_log
 from .mapped_file import MappedFile, MappedFileQueue
+from .message import Corrupt
 
 CQ_STORE_UNIT_SIZE = 20
 CQ_UNIT = struct.Struct(">qiq")
 PRE_BLANK_UNIT = CQ_UNIT.pack(0, 0x7FFFFFFF, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class CqUnit:
+    """One valid unit; ``queue_offset`` is logical (unit index), the others are as stored."""
+
+    queue_offset: int
+    commit_log_offset: int
+    size: int
+    tags_code: int
+
+
+def iter_units(buf, base_queue_offset: int = 0) -> Iterator[CqUnit | Corrupt]:
+    """The units of one consume-queue file's bytes, in order: pure, shared by recovery and ``inspect``.
+
+    A queue ends at its first invalid unit (commit-log offset < 0 or size <= 0, which includes a never-written
+    zero unit; the pre-blank unit (0, 2147483647, 0) is valid), reported as a ``Corrupt`` at its queue offset;
+    a tail shorter than a unit is a ``Corrupt`` too."""
+    usable = len(buf) - len(buf) % CQ_STORE_UNIT_SIZE
+    queue_offset = base_queue_offset
+    for phy_offset, size, tags_code in CQ_UNIT.iter_unpack(buf[:usable]):
+        if phy_offset < 0 or size <= 0:
+            yield Corrupt(queue_offset, f"invalid unit: commit-log offset {phy_offset}, size {size}")
+            return
+        yield CqUnit(queue_offset, phy_offset, size, tags_code)
+        queue_offset += 1
+    if usable != len(buf):
+        yield Corrupt(queue_offset, f"truncated unit: {len(buf) - usable} of {CQ_STORE_UNIT_SIZE} bytes")
 
 
 
@@ -54,14 +84,11 @@ class ConsumeQueue:
         mapped_file_offset = 0
         while True:
             mapped_file_offset = 0
-            data = mf.handle.read(0, self.mapped_file_size)
-            for i in range(0, self.mapped_file_size, CQ_STORE_UNIT_SIZE):
-                offset, size, _tags = CQ_UNIT.unpack_from(data, i)
-                if offset >= 0 and size > 0:
-                    mapped_file_offset = i + CQ_STORE_UNIT_SIZE
-                    self.max_physic_offset = offset + size
-                else:
+            for unit in iter_units(mf.handle.read(0, self.mapped_file_size)):
+                if isinstance(unit, Corrupt):
                     break
+                mapped_file_offset = (unit.queue_offset + 1) * CQ_STORE_UNIT_SIZE
+                self.max_physic_offset = unit.commit_log_offset + unit.size
             if mapped_file_offset == self.mapped_file_size:
                 index += 1
                 if index >= len(files):

@@ -64,19 +64,17 @@ import math
 import mmap
 import os
 import re
-from datetime import UTC, datetime
 
+from . import checkpoint as store_checkpoint
 from . import fastjson
 from . import message as codec
-from .consume_queue import CQ_STORE_UNIT_SIZE, CQ_UNIT
-from .timer.timer_checkpoint import CHECKPOINT_STRUCT
-from .timer.timer_log import BLANK_MAGIC_CODE, HEAD_STRUCT, UNIT_SIZE, UNIT_STRUCT
-from .timer.timer_wheel import SLOT_STRUCT
+from .consume_queue import CQ_STORE_UNIT_SIZE, CqUnit, iter_units
+from .timer import timer_checkpoint, timer_log
+from .timer.timer_wheel import SLOT_SIZE, iter_used_slots
 
-CQ_UNIT_SIZE = CQ_STORE_UNIT_SIZE  # the on-disk formats are declared by their modules (issue 16)
-_CQ_UNIT = CQ_UNIT
-_CHECKPOINT_FIELDS = ("physic_msg_timestamp", "logics_msg_timestamp", "index_msg_timestamp",
-                      "master_flushed_offset", "confirm_phy_offset")
+# The on-disk formats are declared once, by their modules (issue 16): this module only walks the files with the
+# modules' pure iterators and turns what they yield into the document. The text is scenarios/inspect_text.py.
+CQ_UNIT_SIZE = CQ_STORE_UNIT_SIZE
 BODY_PREVIEW_BYTES = 64
 
 
@@ -147,26 +145,11 @@ def _inspect_timer(root: str, max_entries: int | None = None) -> dict | None:
     return {"checkpoint": checkpoint, "wheel": wheel, "timerlog": timer_log}
 
 
-_TIMER_CHECKPOINT_FIELDS = ("last_read_time_ms", "last_timer_log_flush_pos", "last_timer_queue_offset",
-                            "master_timer_queue_offset")
-_TIMER_DATA_VERSION_FIELDS = ("state_version", "timestamp", "counter")
-_TIMER_UNIT = UNIT_STRUCT
-_TIMER_SLOT = SLOT_STRUCT
-_TIMER_UNIT_SIZE = UNIT_SIZE
-_TIMER_BLANK_MAGIC = BLANK_MAGIC_CODE  # 0xCBD43194
-_TIMER_MAGIC_FLAGS = ((1, "DEFAULT"), (2, "ROLL"), (4, "DELETE"))
-
-
 def _inspect_timer_checkpoint(path: str) -> dict | None:
     if not os.path.isfile(path):
         return None
     with open(path, "rb") as f:
-        raw = f.read(CHECKPOINT_STRUCT.size)
-    longs = [int.from_bytes(raw[i : i + 8], "big", signed=True) for i in range(0, len(raw) - len(raw) % 8, 8)]
-    doc: dict = {name: longs[i] for i, name in enumerate(_TIMER_CHECKPOINT_FIELDS) if i < len(longs)}
-    if len(longs) == 7:
-        doc["data_version"] = dict(zip(_TIMER_DATA_VERSION_FIELDS, longs[4:], strict=True))
-    return doc
+        return timer_checkpoint.decode_fields(f.read(timer_checkpoint.CHECKPOINT_STRUCT.size))
 
 
 def _inspect_timer_log(directory: str, max_entries: int | None) -> dict:
@@ -184,32 +167,24 @@ def _inspect_timer_log(directory: str, max_entries: int | None) -> dict:
             errors.append({"file": name, "pos": None,
                            "error": f"file size {size} differs from {file_size} (RocketMQ refuses to load)"})
         with _ReadOnlyMap(os.path.join(directory, name)) as data:
-            pos = 0
-            while pos + 16 <= size:
-                head_size, prev_pos, magic = HEAD_STRUCT.unpack_from(data, pos)
-                if magic == _TIMER_BLANK_MAGIC:
+            for item in timer_log.iter_units(data):
+                if isinstance(item, codec.Corrupt):
+                    errors.append({"file": name, "pos": item.offset, "error": item.reason})
+                if not isinstance(item, timer_log.TimerLogRecord):
                     break
-                if not any(data[pos : min(pos + _TIMER_UNIT_SIZE, size)]):
-                    break  # never written: the file's data ends here
-                if head_size != _TIMER_UNIT_SIZE or (magic | 0xF) != 0xF or pos + _TIMER_UNIT_SIZE > size:
-                    errors.append({"file": name, "pos": pos,
-                                   "error": f"invalid unit: size {head_size}, magic {magic} (recovery stops here)"})
-                    break
-                fields = _TIMER_UNIT.unpack_from(data, pos)
-                (_s, prev_pos, magic, write_ms, delay_ms, offset_py, size_py, topic_hash, reserved) = fields
+                unit = item.unit
                 unit_count += 1
-                max_offset = from_offset + pos + _TIMER_UNIT_SIZE
-                by_pos[from_offset + pos] = write_ms + delay_ms
+                max_offset = from_offset + item.pos + timer_log.UNIT_SIZE
+                by_pos[from_offset + item.pos] = unit.delayed_time_ms
                 if max_entries is None or len(units) < max_entries:
                     units.append({
-                        "pos": from_offset + pos, "file": name, "size": head_size, "prev_pos": prev_pos,
-                        "magic": magic, "flags": [flag for bit, flag in _TIMER_MAGIC_FLAGS if magic & bit],
-                        "curr_write_time_ms": write_ms, "delay_ms": delay_ms, "delayed_time_ms": write_ms + delay_ms,
-                        "offset_py": offset_py, "size_py": size_py, "real_topic_hash": topic_hash,
-                        "reserved": reserved,
+                        "pos": from_offset + item.pos, "file": name, "size": unit.size, "prev_pos": unit.prev_pos,
+                        "magic": unit.magic, "flags": [flag for bit, flag in timer_log.MAGIC_FLAGS if unit.magic & bit],
+                        "curr_write_time_ms": unit.curr_write_time_ms, "delay_ms": unit.delay_ms,
+                        "delayed_time_ms": unit.delayed_time_ms, "offset_py": unit.offset_py, "size_py": unit.size_py,
+                        "real_topic_hash": unit.real_topic_hash, "reserved": unit.reserved,
                     })
-                pos += _TIMER_UNIT_SIZE
-    return {"unit_size": _TIMER_UNIT_SIZE, "file_size": file_size, "files": [name for _, name, _ in files],
+    return {"unit_size": timer_log.UNIT_SIZE, "file_size": file_size, "files": [name for _, name, _ in files],
             "min_offset": min_offset, "max_offset": max_offset, "unit_count": unit_count, "units": units,
             "errors": errors, "_by_pos": by_pos}
 
@@ -218,19 +193,13 @@ def _inspect_timer_wheel(path: str, timer_log: dict | None, checkpoint: dict | N
                          max_entries: int | None) -> dict:
     size = os.path.getsize(path)
     errors: list[str] = []
-    if size % 64:
-        errors.append(f"length {size} is not a whole number of slot pairs (2 x 32 bytes)")
+    if size % (2 * SLOT_SIZE):
+        errors.append(f"length {size} is not a whole number of slot pairs (2 x {SLOT_SIZE} bytes)")
     used: list[tuple] = []
     if size:
         with _ReadOnlyMap(path) as data:
-            zero_chunk = bytes(4096)
-            for chunk in range(0, size - size % 32, 4096):
-                end = min(chunk + 4096, size - size % 32)
-                if data[chunk:end] == zero_chunk[: end - chunk]:
-                    continue
-                for pos in range(chunk, end, 32):
-                    if any(data[pos : pos + 32]):
-                        used.append((pos // 32, *_TIMER_SLOT.unpack_from(data, pos)))
+            used = [(slot.index, slot.time_units, slot.first_pos, slot.last_pos, slot.num, slot.magic)
+                    for slot in iter_used_slots(data)]
     by_pos = timer_log["_by_pos"] if timer_log is not None else {}
     precision, source = 1000, "default"
     for _index, units, _first, last, _num, _magic in used:
@@ -243,7 +212,8 @@ def _inspect_timer_wheel(path: str, timer_log: dict | None, checkpoint: dict | N
               "last_pos": last, "num": num, "magic": magic,
               "pending": None if read_ms is None else units * precision >= read_ms}
              for index, units, first, last, num, magic in used[: max_entries]]
-    return {"file_size": size, "slots_total": size // 64, "slot_count": size // 32, "precision_ms": precision,
+    return {"file_size": size, "slots_total": size // (2 * SLOT_SIZE), "slot_count": size // SLOT_SIZE,
+            "precision_ms": precision,
             "precision_source": source, "used_slot_count": len(used), "slots": slots, "errors": errors}
 
 
@@ -308,25 +278,15 @@ def _inspect_commit_log(directory: str, max_entries: int | None) -> dict:
                            "error": f"gap: the previous file ends at {expected_from}"})
         expected_from = from_offset + size
         with _ReadOnlyMap(os.path.join(directory, name)) as data:
-            pos = 0
-            while pos < size:
-                req = codec.check_message_and_return_size(data, pos, check_crc=True)
-                if req.success and req.msg_size > 0:
+            for item in codec.iter_records(data, from_offset, check_crc=True):
+                if isinstance(item, codec.Record):
                     record_count += 1
-                    max_offset = from_offset + pos + req.msg_size
+                    max_offset = item.offset + item.request.msg_size
                     if max_entries is None or len(records) < max_entries:
-                        records.append(_record_entry(data, name, from_offset, pos))
-                    pos += req.msg_size
-                    continue
-                if req.success:  # blank: the rest of the file is filler
-                    break
-                if not any(data[pos : pos + 8]):  # never written: the file's data ends here
-                    break
-                errors.append({"file": name, "pos": pos, "phy_offset": from_offset + pos, "error": req.error})
-                if req.msg_size > 0:  # size mismatch: dispatch skips the record by its TOTALSIZE
-                    pos += req.msg_size
-                    continue
-                break
+                        records.append(_record_entry(data, name, from_offset, item.offset - from_offset))
+                elif isinstance(item, codec.Corrupt):  # one with a size is skipped by it, as dispatch does
+                    errors.append({"file": name, "pos": item.offset - from_offset, "phy_offset": item.offset,
+                                   "error": item.reason})
     return {
         "file_size": file_size,
         "files": [name for _, name, _ in files],
@@ -395,23 +355,21 @@ def _inspect_consume_queue(directory: str, max_entries: int | None) -> dict:
     unit_count = 0
     min_offset = files[0][0] // CQ_UNIT_SIZE if files else 0
     max_offset = min_offset
-    for from_offset, name, size in files:
+    for from_offset, name, _size in files:
         if from_offset // CQ_UNIT_SIZE != max_offset:  # a missing file or an invalid unit came before
             break
         with _ReadOnlyMap(os.path.join(directory, name)) as data:
-            usable = size - size % CQ_UNIT_SIZE
             complete = True
-            for index, (phy_offset, msg_size, tags_code) in enumerate(_CQ_UNIT.iter_unpack(data[:usable])):
-                if phy_offset < 0 or msg_size <= 0:
+            for unit in iter_units(data, from_offset // CQ_UNIT_SIZE):
+                if not isinstance(unit, CqUnit):
                     complete = False
                     break
-                queue_offset = from_offset // CQ_UNIT_SIZE + index
                 unit_count += 1
-                max_offset = queue_offset + 1
+                max_offset = unit.queue_offset + 1
                 if max_entries is None or len(units) < max_entries:
-                    units.append({"queue_offset": queue_offset, "commit_log_offset": phy_offset,
-                                  "size": msg_size, "tags_code": tags_code})
-            if not complete or usable != size:
+                    units.append({"queue_offset": unit.queue_offset, "commit_log_offset": unit.commit_log_offset,
+                                  "size": unit.size, "tags_code": unit.tags_code})
+            if not complete:
                 break
     return {
         "unit_size": CQ_UNIT_SIZE,
@@ -466,135 +424,4 @@ def _inspect_checkpoint(path: str) -> dict | None:
     if not os.path.isfile(path):
         return None
     with open(path, "rb") as f:
-        raw = f.read(8 * len(_CHECKPOINT_FIELDS))
-    return {field: int.from_bytes(raw[i * 8 : i * 8 + 8], "big", signed=True)
-            for i, field in enumerate(_CHECKPOINT_FIELDS) if len(raw) >= i * 8 + 8}
-
-
-# --- text ----------------------------------------------------------------------------------------------------
-def _utc(ms: int) -> str:
-    """Epoch milliseconds as UTC text (pure arithmetic on the value, no clock involved)."""
-    if ms <= 0:
-        return "-"
-    try:
-        return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
-    except (OverflowError, OSError, ValueError):
-        return "?"
-
-
-def _short(value: object, width: int = 160) -> str:
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return text if len(text) <= width else text[: width - 3] + "..."
-
-
-def _properties_text(props: dict[str, str]) -> str:
-    return " ".join(f"{k}={v}" for k, v in props.items())
-
-
-def format_inspection(doc: dict) -> str:
-    """Human-readable text of an ``inspect_store_dir`` document."""
-    out: list[str] = [f"store {doc['root']}"]
-    out.append("abort file: present (the last shutdown was not clean)" if doc.get("abort")
-               else "abort file: absent")
-
-    cp = doc.get("checkpoint")
-    if cp is None:
-        out.append("checkpoint: none")
-    else:
-        out.append("checkpoint:")
-        for field in _CHECKPOINT_FIELDS:
-            if field in cp:
-                note = f"  ({_utc(cp[field])})" if field.endswith("timestamp") else ""
-                out.append(f"  {field} = {cp[field]}{note}")
-
-    cl = doc["commitlog"]
-    out.append(f"commitlog: {len(cl['files'])} file(s) of {cl['file_size']} bytes, "
-               f"offsets [{cl['min_offset']}, {cl['max_offset']}), {cl.get('record_count', len(cl['records']))} "
-               f"record(s), {len(cl['errors'])} error(s)")
-    for rec in cl["records"]:
-        out.append(
-            f"  @{rec['phy_offset']} {rec['file']}+{rec['pos']} {rec['magic']} size {rec['total_size']}: "
-            f"{rec['topic']} q{rec['queue_id']} #{rec['queue_offset']} stored {_utc(rec['store_timestamp'])} "
-            f"reconsume {rec['reconsume_times']} sysflag 0x{rec['sys_flag']:x} body {rec['body_len']}B "
-            f"msgId {rec['msg_id']}"
-        )
-        if rec["properties"]:
-            out.append(f"      {_properties_text(rec['properties'])}")
-        if rec["body_preview"]:
-            out.append(f"      body {rec['body_preview']!r}")
-    listed = len(cl["records"])
-    if listed < cl.get("record_count", listed):
-        out.append(f"  ... {cl['record_count'] - listed} more record(s) not listed")
-    for err in cl["errors"]:
-        where = f"{err['file']}" + (f" pos {err['pos']} (phy {err['phy_offset']})" if err["pos"] is not None else "")
-        out.append(f"  ERROR {where}: {err['error']}")
-
-    cq = doc["consumequeue"]
-    out.append(f"consumequeue: {sum(len(q) for q in cq.values())} queue(s) in {len(cq)} topic(s)")
-    for topic, queues in cq.items():
-        for queue_id, queue in queues.items():
-            out.append(f"  {topic}/{queue_id}: offsets [{queue['min_offset']}, {queue['max_offset']}) "
-                       f"in {len(queue['files'])} file(s)")
-            for unit in queue["units"]:
-                out.append(f"    #{unit['queue_offset']} -> phy {unit['commit_log_offset']} size {unit['size']} "
-                           f"tagsCode {unit['tags_code']}")
-            listed = len(queue["units"])
-            if listed < queue.get("unit_count", listed):
-                out.append(f"    ... {queue['unit_count'] - listed} more unit(s) not listed")
-
-    config = doc["config"]
-    out.append(f"config: {len(config)} file(s)")
-    for name, parsed in config.items():
-        if isinstance(parsed, dict) and set(parsed) == {"error"}:
-            out.append(f"  {name}: ERROR {parsed['error']}")
-        else:
-            out.append(f"  {name}: {_short(parsed)}")
-
-    if "timer" in doc:
-        out.extend(_format_timer(doc["timer"]))
-    return "\n".join(out) + "\n"
-
-
-def _format_timer(timer: dict) -> list[str]:
-    out = ["timer:"]
-    cp = timer.get("checkpoint")
-    if cp is None:
-        out.append("  timercheck: none")
-    else:
-        read = cp.get("last_read_time_ms")
-        out.append(f"  timercheck: last_read_time_ms = {read} ({_utc(read or 0)}), "
-                   f"last_timer_log_flush_pos = {cp.get('last_timer_log_flush_pos')}, "
-                   f"last_timer_queue_offset = {cp.get('last_timer_queue_offset')}, "
-                   f"master_timer_queue_offset = {cp.get('master_timer_queue_offset')}, "
-                   f"data_version = {_short(cp.get('data_version'))}")
-    wheel = timer.get("wheel")
-    if wheel is None:
-        out.append("  timerwheel: none")
-    else:
-        out.append(f"  timerwheel: {wheel['slot_count']} slots (slotsTotal {wheel['slots_total']}), precision "
-                   f"{wheel['precision_ms']} ms ({wheel['precision_source']}), {wheel['used_slot_count']} used")
-        for slot in wheel["slots"]:
-            pending = {True: " pending", False: " done", None: ""}[slot["pending"]]
-            out.append(f"    slot {slot['index']}: {_utc(slot['time_ms'])} first {slot['first_pos']} "
-                       f"last {slot['last_pos']} num {slot['num']}{pending}")
-        if len(wheel["slots"]) < wheel["used_slot_count"]:
-            out.append(f"    ... {wheel['used_slot_count'] - len(wheel['slots'])} more slot(s) not listed")
-        for err in wheel["errors"]:
-            out.append(f"    ERROR {err}")
-    log = timer.get("timerlog")
-    if log is None:
-        out.append("  timerlog: none")
-    else:
-        out.append(f"  timerlog: {len(log['files'])} file(s) of {log['file_size']} bytes, offsets "
-                   f"[{log['min_offset']}, {log['max_offset']}), {log['unit_count']} unit(s), "
-                   f"{len(log['errors'])} error(s)")
-        for unit in log["units"]:
-            out.append(f"    @{unit['pos']} prev {unit['prev_pos']} {'|'.join(unit['flags'])} "
-                       f"due {_utc(unit['delayed_time_ms'])} (written {_utc(unit['curr_write_time_ms'])}) "
-                       f"-> phy {unit['offset_py']} size {unit['size_py']}")
-        if len(log["units"]) < log["unit_count"]:
-            out.append(f"    ... {log['unit_count'] - len(log['units'])} more unit(s) not listed")
-        for err in log["errors"]:
-            where = err["file"] + (f" pos {err['pos']}" if err["pos"] is not None else "")
-            out.append(f"    ERROR {where}: {err['error']}")
-    return out
+        return store_checkpoint.decode_fields(f.read(8 * len(store_checkpoint.FIELDS)))

@@ -487,6 +487,55 @@ def check_message_and_return_size(
                            keys, uniq_key, sys_flag, prepared_offset, properties)
 
 
+@dataclass(frozen=True, slots=True)
+class Record:
+    """A valid record of a commit-log file at ``offset`` (base offset + position), as dispatch sees it."""
+
+    offset: int
+    request: DispatchRequest
+
+
+@dataclass(frozen=True, slots=True)
+class Blank:
+    """The end-of-file filler starts at ``offset``: the rest of the file holds no record."""
+
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class Corrupt:
+    """No valid record at ``offset``: ``reason`` says why; ``size`` > 0 when the record's TOTALSIZE can be trusted
+    to skip it (a size mismatch, as dispatch skips one), else -1."""
+
+    offset: int
+    reason: str
+    size: int = -1
+
+
+def iter_records(buf, base_offset: int = 0, *, check_crc: bool = True, read_body: bool = False):
+    """The records of one commit-log file's bytes, in order: pure, shared by recovery and ``inspect``.
+
+    Yields ``Record`` for each valid record; ends after a ``Blank``, after a ``Corrupt`` whose size cannot be
+    trusted, or silently at the end of ``buf`` or of its written data (a header of zero bytes); goes on past a
+    ``Corrupt`` with a size (a reader that stops at the first failure, as recovery does, stops iterating)."""
+    pos, end = 0, len(buf)
+    while pos < end:
+        req = check_message_and_return_size(buf, pos, check_crc=check_crc, read_body=read_body)
+        if req.success:
+            if req.msg_size == 0:
+                yield Blank(base_offset + pos)
+                return
+            yield Record(base_offset + pos, req)
+            pos += req.msg_size
+            continue
+        if not any(buf[pos : pos + 8]):
+            return  # never written: the file's data ends here
+        yield Corrupt(base_offset + pos, req.error, req.msg_size)
+        if req.msg_size <= 0:
+            return
+        pos += req.msg_size
+
+
 def decode_message(buf, pos: int, *, check_crc: bool = False) -> MessageExt | None:
     """MessageDecoder.decode: every field; None for a blank, unknown magic, truncated bytes or (checked) bad CRC.
 

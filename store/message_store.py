@@ -77,7 +77,7 @@ class DefaultMessageStore:
         log: StoreLog | Callable[[str], None] | None = None,
         mutants: frozenset[str] = frozenset(),
     ) -> None:
-        from .clock import SystemClock
+        from .driver import SystemClock  # the live default; the simulator and tests inject theirs
 
         self.disk = disk
         self.config = config or MessageStoreConfig()

@@ -86,7 +86,6 @@ class ScheduleMessageService(ConfigManager):
         # Idle skipping (a driver's choice, not RocketMQ's): an idle level sleeps until its next poll that
         # can see a change, on the same 100 ms grid, instead of polling; the history stays identical.
         self.idle_skip = False
-        self.mono_now: Callable[[], int] = lambda: 0
         # Mutants, read once.
         self.m_skip_failed_delivery = "skip_failed_delivery" in mutants
         self.m_no_correct_delay_offset = "no_correct_delay_offset" in mutants
@@ -190,7 +189,7 @@ class ScheduleMessageService(ConfigManager):
 
     def account_skipped_updates(self, count: int, first_mono_ms: int, grid_ms: int) -> None:
         """What ``count`` skipped not-due polls would have done to the version counter (E4/E5 updateOffset)."""
-        now_mono, now_wall = self.mono_now(), self.clock.now_ms()
+        now_mono, now_wall = self.clock.monotonic_ms(), self.clock.now_ms()
         for j in range(count):
             self._updates_since_version += 1
             if self._updates_since_version % DELAY_OFFSET_UPDATE_VERSION_STEP == 0:
@@ -270,7 +269,7 @@ class DeliverDelayedMessageTimerTask:
             return None
         if not svc.idle_skip or self.idle is None:
             return self.at_mono_ms
-        now_mono = svc.mono_now()
+        now_mono = svc.clock.monotonic_ms()
         if self.idle[0] == "data":
             cq = svc.store.get_consume_queue(SCHEDULE_TOPIC, delay_level_to_queue_id(self.level))
             # A queue that appears below the offset changes the next poll too: it resets to the queue's max.
@@ -450,7 +449,7 @@ class HandlePutResultTask:
             return self.at_mono_ms
         if not self.pending:
             return None
-        target = max(svc.mono_now(), self.pending[0].resend_at_mono or 0)
+        target = max(svc.clock.monotonic_ms(), self.pending[0].resend_at_mono or 0)
         if target <= self.at_mono_ms:
             return self.at_mono_ms
         return self.at_mono_ms + -(-(target - self.at_mono_ms) // DELAY_FOR_A_SLEEP_MS) * DELAY_FOR_A_SLEEP_MS

@@ -106,13 +106,11 @@ class BrokerController:
             self.consumer_offset_manager,
             overflow_badly_to_min="overflow_badly_to_min" in mutants,
         )
-        self.schedule_message_service.mono_now = lambda: self.pull_processor.now_mono_ms
         # The 5.x timer wheel (ROCKETMQ.md 7); 4.x has none, and its put hook routes delay levels only.
         self.timer_message_store: TimerMessageStore | None = None
         if self.store_config.timer_wheel_enable and not era4:
             self.timer_message_store = TimerMessageStore(self.message_store, rng=rng, mutants=mutants,
                                                          log=log.named("TimerMessageStore"))
-            self.timer_message_store.mono_now = lambda: self.pull_processor.now_mono_ms
         max_level = self.schedule_message_service.max_delay_level
         if not era4:  # 5.x registers checkBeforePutMessage before the schedule hook
             self.message_store.put_hooks.append(check_before_put_message)
@@ -142,7 +140,6 @@ class BrokerController:
         if self.timer_message_store is not None:
             self.timer_message_store.start(mono_ms)
         self.schedule_message_service.start(mono_ms)
-        self.pull_processor.now_mono_ms = mono_ms
         cfg = self.broker_config
         self.offset_persist_service = PeriodicService(
             "consumer-offset-persist", lambda _m: self.consumer_offset_manager.persist(),
@@ -191,10 +188,6 @@ class BrokerController:
         self.topic_config_manager.persist()
         self.subscription_group_manager.persist()
         self.consumer_offset_manager.persist()
-
-    def set_mono(self, mono_ms: int) -> None:
-        """Tell request processing what time it is (long-polling timestamps)."""
-        self.pull_processor.now_mono_ms = mono_ms
 
     def _message_arriving(self, topic: str, queue_id: int, next_offset: int) -> None:
         self.pull_processor.notify_message_arriving(topic, queue_id, next_offset)

@@ -76,7 +76,7 @@ class PullMessageProcessor:
         self.overflow_badly_to_min = overflow_badly_to_min  # <= 4.9.3 (#4215)
         self.client_host = client_host
         self.held: dict[tuple[str, int], list[_HeldRequest]] = {}
-        self.now_mono_ms = 0
+        self.clock = store.clock
 
     def process(self, request: PullMessageRequest, callback: PullCallback, allow_suspend: bool = True) -> None:
         """Answer now through ``callback``, or hold the request until a message arrives (long polling)."""
@@ -87,7 +87,7 @@ class PullMessageProcessor:
             return
         if code == ResponseCode.PULL_NOT_FOUND and allow_suspend and request.suspend:
             key = (request.topic, request.queue_id)
-            self.held.setdefault(key, []).append(_HeldRequest(request, callback, self.now_mono_ms))
+            self.held.setdefault(key, []).append(_HeldRequest(request, callback, self.clock.monotonic_ms()))
         else:
             callback(result)
         if allow_suspend and request.commit_offset > 0:
@@ -131,8 +131,9 @@ class PullMessageProcessor:
             return
         still: list[_HeldRequest] = []
         woken: list[_HeldRequest] = []
+        now_mono_ms = self.clock.monotonic_ms()
         for held in waiting:
-            timed_out = self.now_mono_ms >= held.suspend_mono_ms + BROKER_SUSPEND_MAX_TIME_MS
+            timed_out = now_mono_ms >= held.suspend_mono_ms + BROKER_SUSPEND_MAX_TIME_MS
             (woken if max_offset > held.request.queue_offset or timed_out else still).append(held)
         if still:
             self.held[(topic, queue_id)] = still
@@ -160,7 +161,8 @@ class PullRequestHoldService:
     def next_wakeup_ms(self) -> int | None:
         if not self.processor.held:
             return None
-        while self.at_mono_ms < self.processor.now_mono_ms:  # keep the 5 s grid across idle stretches
+        now_mono_ms = self.processor.clock.monotonic_ms()
+        while self.at_mono_ms < now_mono_ms:  # keep the 5 s grid across idle stretches
             self.at_mono_ms += HOLD_CHECK_INTERVAL_MS
         return self.at_mono_ms
 
@@ -168,7 +170,6 @@ class PullRequestHoldService:
         if mono_ms < self.at_mono_ms:
             return
         self.at_mono_ms = mono_ms + HOLD_CHECK_INTERVAL_MS
-        self.processor.now_mono_ms = mono_ms
         store = self.processor.store
         for topic, queue_id in sorted(self.processor.held):
             self.processor.notify_message_arriving(topic, queue_id, store.get_max_offset_in_queue(topic, queue_id))

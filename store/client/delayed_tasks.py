@@ -15,11 +15,10 @@ Task = Callable[[int], None]  # called with the mono_ms of the step that runs it
 
 
 class DelayedTaskService:
-    def __init__(self, name: str, on_step: Callable[[int], None] | None = None) -> None:
+    def __init__(self, name: str) -> None:
         self.name = name
         self._heap: list[tuple[int, int, Task]] = []
         self._seq = 0
-        self._on_step = on_step  # lets the owner learn the time before any task runs
 
     def submit(self, due_mono_ms: int, task: Task) -> None:
         heapq.heappush(self._heap, (due_mono_ms, self._seq, task))
@@ -35,8 +34,6 @@ class DelayedTaskService:
         self._heap.clear()
 
     def step(self, mono_ms: int) -> None:
-        if self._on_step is not None:
-            self._on_step(mono_ms)
         due: list[Task] = []  # taken out first: what these tasks submit waits for the next step
         while self._heap and self._heap[0][0] <= mono_ms:
             due.append(heapq.heappop(self._heap)[2])

@@ -3,8 +3,8 @@
 What Java runs on threads becomes ``services`` (rebalance, offset persistence, pulls, local
 resubmissions, expired-message cleaning, heartbeats) plus a consume queue the caller drains with
 ``next_consume_request`` / ``complete_consume_request`` (or ``run_listener``). Pull answers arrive
-through the callback given to ``api.pull_message_async``, now or later; a caller that delivers
-them later should call ``set_mono`` first so that "retry in 3 s" is measured from the right time.
+through the callback given to ``api.pull_message_async``, now or later; "retry in 3 s" is measured
+on the monotonic face of the consumer's clock, whenever the answer comes.
 """
 
 from __future__ import annotations
@@ -139,7 +139,6 @@ class DefaultMQPushConsumer:
         self.retry_topic = RETRY_GROUP_TOPIC_PREFIX + consumer_group
 
         self.service_state = CREATE_JUST
-        self.now_mono_ms = 0
         self.rebalance_impl = RebalancePushImpl(
             api, clock,
             consumer_group=consumer_group,
@@ -155,8 +154,8 @@ class DefaultMQPushConsumer:
         self.default_mq_producer = DefaultMQProducer(
             api, clock, producer_group=CLIENT_INNER_PRODUCER_GROUP, client_id=client_id, rng=rng, log=self.log)
         self.offset_store: RemoteBrokerOffsetStore | LocalFileOffsetStore | None = None
-        self.pull_message_service = DelayedTaskService("pull-message-service", self.set_mono)
-        self.consume_later_service = DelayedTaskService("consume-message-scheduled", self.set_mono)
+        self.pull_message_service = DelayedTaskService("pull-message-service")
+        self.consume_later_service = DelayedTaskService("consume-message-scheduled")
         self.rebalance_service: RebalanceService | None = None
         self._services: list = []
 
@@ -182,10 +181,10 @@ class DefaultMQPushConsumer:
     def services(self) -> list:
         return list(self._services) if self.service_state == RUNNING else []
 
-    def set_mono(self, mono_ms: int) -> None:
-        """Tell the consumer what monotonic time it is (before delivering a delayed pull answer)."""
-        if mono_ms > self.now_mono_ms:
-            self.now_mono_ms = mono_ms
+    @property
+    def now_mono_ms(self) -> int:
+        """The executors' time: the monotonic face of the consumer's clock."""
+        return self.clock.monotonic_ms()
 
     # --- lifecycle ---------------------------------------------------------------------------------------
     def start(self, mono_ms: int) -> None:
@@ -195,7 +194,6 @@ class DefaultMQPushConsumer:
         if self.service_state != CREATE_JUST:
             raise MQClientException(f"The PushConsumer service state not OK, {self.service_state}")
         self.service_state = START_FAILED
-        self.set_mono(mono_ms)
         self.copy_subscription()
         if self.message_model == BROADCASTING:
             store = LocalFileOffsetStore(
@@ -228,11 +226,10 @@ class DefaultMQPushConsumer:
         if self.message_model == CLUSTERING:
             self.rebalance_impl.subscription_inner[self.retry_topic] = build_subscription_data(self.retry_topic, "*")
 
-    def shutdown(self, mono_ms: int) -> None:
+    def shutdown(self) -> None:
         """Graceful stop: persist every offset, leave the group, drop the queues."""
         if self.service_state != RUNNING:
             return
-        self.set_mono(mono_ms)
         self.persist_consumer_offset()
         try:
             self.api.unregister_client(self.client_id, self.consumer_group)
@@ -259,14 +256,12 @@ class DefaultMQPushConsumer:
             self.rebalance_service.wakeup(self.now_mono_ms)
 
     # --- periodic tasks ----------------------------------------------------------------------------------
-    def _timed(self, task: Callable[[], None]) -> Callable[[int], None]:
-        def run(mono_ms: int) -> None:
-            self.set_mono(mono_ms)
-            task()
-        return run
+    @staticmethod
+    def _timed(task: Callable[[], None]) -> Callable[[int], None]:
+        """A periodic task as a service step (the time is read from the clock, when needed)."""
+        return lambda _mono_ms: task()
 
-    def _run_rebalance(self, mono_ms: int) -> None:
-        self.set_mono(mono_ms)
+    def _run_rebalance(self, _mono_ms: int) -> None:
         self.do_rebalance()
 
     def do_rebalance(self) -> None:
@@ -404,15 +399,14 @@ class DefaultMQPushConsumer:
         return self.consume_message_service.next_consume_request()
 
     def complete_consume_request(
-        self, request: ConsumeRequest, status: str | None, mono_ms: int,
+        self, request: ConsumeRequest, status: str | None,
         delay_level_when_next_consume: int = 0, ack_index: int | None = None,
     ) -> None:
         """The listener's answer for ``request``: "CONSUME_SUCCESS", "RECONSUME_LATER" or None (= later)."""
-        self.set_mono(mono_ms)
         self.consume_message_service.complete_consume_request(
             request, status, delay_level_when_next_consume, ack_index)
 
-    def run_listener(self, listener: Listener, mono_ms: int) -> int:
+    def run_listener(self, listener: Listener) -> int:
         """Drain ``consume_requests`` through ``listener(msgs, context)``; how many requests ran."""
         ran = 0
         while (request := self.next_consume_request()) is not None:
@@ -422,7 +416,7 @@ class DefaultMQPushConsumer:
             except Exception as error:  # noqa: BLE001 - the user's listener: Java's catch-all stays here
                 self.log.warn(f"consumeMessage exception: {error}", error)
                 status = None
-            self.complete_consume_request(request, status, mono_ms, context.delay_level_when_next_consume,
+            self.complete_consume_request(request, status, context.delay_level_when_next_consume,
                                           context.ack_index)
             ran += 1
         return ran

@@ -16,6 +16,18 @@ from ..disk import Disk
 TIMER_CHECKPOINT_FILE = "config/timercheck"
 TIMER_CHECKPOINT_FILE_SIZE = 4096
 CHECKPOINT_STRUCT = struct.Struct(">qqqqqqq")
+FIELDS = ("last_read_time_ms", "last_timer_log_flush_pos", "last_timer_queue_offset", "master_timer_queue_offset")
+DATA_VERSION_FIELDS = ("state_version", "timestamp", "counter")
+
+
+def decode_fields(raw: bytes) -> dict:
+    """The fields a (possibly short) ``timercheck`` holds: pure (``inspect`` reads with it). Only whole longs
+    count; ``data_version`` only when all three of its longs are there."""
+    longs = [int.from_bytes(raw[i : i + 8], "big", signed=True) for i in range(0, min(len(raw), 56) // 8 * 8, 8)]
+    doc: dict = {name: longs[i] for i, name in enumerate(FIELDS) if i < len(longs)}
+    if len(longs) == 7:
+        doc["data_version"] = dict(zip(DATA_VERSION_FIELDS, longs[4:], strict=True))
+    return doc
 
 
 class TimerCheckpoint:

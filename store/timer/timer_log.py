@@ -10,11 +10,13 @@ int sizePy | int hashCode(REAL_TOPIC) | long reserved. ``delayedTime = currWrite
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..disk import Disk
 from ..faults import NO_FAULTS, SITE_TIMER_LOG_APPEND, FaultInjector, check_crash
 from ..mapped_file import MappedFile, MappedFileQueue
+from ..message import Blank, Corrupt
 
 TIMER_LOG_DIR = "timerlog"
 UNIT_SIZE = 52
@@ -62,6 +64,38 @@ def decode_unit(buf, pos: int = 0) -> TimerLogUnit:
 
 def encode_blank(remaining: int) -> bytes:
     return BLANK_STRUCT.pack(remaining, 0, BLANK_MAGIC_CODE)
+
+
+MAGIC_FLAGS = ((1, "DEFAULT"), (2, "ROLL"), (4, "DELETE"))  # TimerMessageStore.MAGIC_*: the unit's magic bits
+
+
+@dataclass(frozen=True, slots=True)
+class TimerLogRecord:
+    """A valid unit at ``pos`` (base offset + position in the file)."""
+
+    pos: int
+    unit: TimerLogUnit
+
+
+def iter_units(buf, base_offset: int = 0) -> Iterator[TimerLogRecord | Blank | Corrupt]:
+    """The units of one timer-log file's bytes, in order: pure (``inspect`` reads with it).
+
+    Ends after a ``Blank`` (the file's filler), silently at a never-written (zero) unit or at the end of
+    ``buf``, or after a ``Corrupt``: a size other than 52, a magic other than the flag bits, or a unit cut by
+    the end of ``buf`` (recovery stops the log there)."""
+    pos, end = 0, len(buf)
+    while pos + HEAD_STRUCT.size <= end:
+        head_size, _prev_pos, magic = HEAD_STRUCT.unpack_from(buf, pos)
+        if magic == BLANK_MAGIC_CODE:
+            yield Blank(base_offset + pos)
+            return
+        if not any(buf[pos : min(pos + UNIT_SIZE, end)]):
+            return  # never written: the file's data ends here
+        if head_size != UNIT_SIZE or (magic | 0xF) != 0xF or pos + UNIT_SIZE > end:
+            yield Corrupt(base_offset + pos, f"invalid unit: size {head_size}, magic {magic} (recovery stops here)")
+            return
+        yield TimerLogRecord(base_offset + pos, decode_unit(buf, pos))
+        pos += UNIT_SIZE
 
 
 class TimerLog:

@@ -251,7 +251,6 @@ class TimerMessageStore:
         # first poll that changes something is computed even without idle_skip (literal 10 ms steps would
         # triple the steps of every faithful run). True polls every 10 ms, to show both give the same history.
         self.literal_put_polls = False
-        self.mono_now: Callable[[], int] = lambda: 0
         self.enqueue_get_service: TimerEnqueueGetService | None = None
         self.enqueue_put_service: TimerEnqueuePutService | None = None
         self.dequeue_get_service: TimerDequeueGetService | None = None
@@ -452,7 +451,7 @@ class TimerMessageStore:
 
     def _on_put(self, msg: codec.MessageExt, result: PutMessageResult) -> None:
         if result.append is not None and result.append.topic == TIMER_TOPIC:
-            self.last_timer_topic_put_mono_ms = self.mono_now()
+            self.last_timer_topic_put_mono_ms = self.clock.monotonic_ms()
 
     def read_caught_up(self) -> bool:
         """The dequeue waits while the read time has reached the write time (the current slot is not over)."""
@@ -773,7 +772,7 @@ class TimerEnqueueGetService:
         if not ts.running:
             return None
         if self.blocked:
-            return ts.mono_now() if len(ts.enqueue_put_queue) < DEFAULT_CAPACITY else None
+            return ts.clock.monotonic_ms() if len(ts.enqueue_put_queue) < DEFAULT_CAPACITY else None
         if not self.idle or not ts.idle_skip:
             return self.at_mono_ms
         if not ts.enqueue_can_progress():
@@ -835,12 +834,12 @@ class TimerEnqueuePutService:
         phase = self.phase
         if phase == "poll":
             if ts.enqueue_put_queue:
-                return ts.mono_now()
+                return ts.clock.monotonic_ms()
             first = self.poll_start_ms + ENQUEUE_PUT_FIRST_POLL_MS
             if ts.literal_put_polls and not ts.idle_skip:
                 return first
             # The first empty poll that changes something: a new queue offset to commit, or a new write time.
-            now_mono = ts.mono_now()
+            now_mono = ts.clock.monotonic_ms()
             if ts.commit_queue_offset == self.tmp_commit == ts.curr_queue_offset:
                 now_mono += max(0, ts.curr_write_time_ms + ts.precision_ms - ts.clock.now_ms())
             if now_mono <= first:
@@ -848,10 +847,10 @@ class TimerEnqueuePutService:
             return first + -(-(now_mono - first) // ENQUEUE_PUT_FIRST_POLL_MS) * ENQUEUE_PUT_FIRST_POLL_MS
         if phase == "collect":
             if ts.enqueue_put_queue or len(self.batch) >= ENQUEUE_PUT_MAX_BATCH:
-                return ts.mono_now()
+                return ts.clock.monotonic_ms()
             return self.last_take_ms + ENQUEUE_PUT_NEXT_POLL_MS
         if phase == "put":
-            return ts.mono_now() if len(ts.dequeue_put_queue) < DEFAULT_CAPACITY else None
+            return ts.clock.monotonic_ms() if len(ts.dequeue_put_queue) < DEFAULT_CAPACITY else None
         if phase == "latch":
             return self.latch_wait.wakeup_ms()
         return self.redo_at_ms
@@ -1033,9 +1032,9 @@ class TimerDequeuePutMessageService:
         if not ts.running:
             return None
         if ts.dequeue_put_queue and self.busy < len(self.workers):
-            return ts.mono_now()
+            return ts.clock.monotonic_ms()
         if ts.dequeue_get_queue and len(ts.dequeue_put_queue) < DEFAULT_CAPACITY:
-            return ts.mono_now()
+            return ts.clock.monotonic_ms()
         if self.busy:
             return min(w.wake_at_ms for w in self.workers if w.req is not None)
         return None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import heapq
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..disk import Disk
@@ -38,6 +39,32 @@ class Slot:
 
 
 EMPTY_SLOT = Slot(-1, -1, -1)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSlot:
+    """A slot as the file holds it: ``time_units`` is the slot's time in precision units (0 for unused)."""
+
+    index: int
+    time_units: int
+    first_pos: int
+    last_pos: int
+    num: int
+    magic: int
+
+
+def iter_used_slots(buf) -> Iterator[StoredSlot]:
+    """Every slot with a non-zero byte, by index: pure (``inspect`` reads with it). Whole zero chunks are
+    skipped at once (a wheel is mostly empty); a partial slot at the end is ignored."""
+    end = len(buf) - len(buf) % SLOT_SIZE
+    zero_chunk = bytes(_SCAN_CHUNK)
+    for chunk in range(0, end, _SCAN_CHUNK):
+        chunk_end = min(chunk + _SCAN_CHUNK, end)
+        if buf[chunk:chunk_end] == zero_chunk[: chunk_end - chunk]:
+            continue
+        for pos in range(chunk, chunk_end, SLOT_SIZE):
+            if any(buf[pos : pos + SLOT_SIZE]):
+                yield StoredSlot(pos // SLOT_SIZE, *SLOT_STRUCT.unpack_from(buf, pos))
 
 
 def encode_slot(time_ms: int, precision_ms: int, first_pos: int, last_pos: int, num: int = 0, magic: int = 0) -> bytes:
@@ -193,13 +220,6 @@ class TimerWheel:
 
     def _index_used_slots(self) -> None:
         """At load: note every slot with a non-zero byte (a zero slot can never match a real time)."""
-        buf = self.buf
-        zero_chunk, zero_slot = bytes(_SCAN_CHUNK), bytes(SLOT_SIZE)
-        for chunk in range(0, len(buf), _SCAN_CHUNK):
-            end = min(chunk + _SCAN_CHUNK, len(buf))
-            if buf[chunk:end] == zero_chunk[: end - chunk]:
-                continue
-            for pos in range(chunk, end, SLOT_SIZE):
-                if buf[pos : pos + SLOT_SIZE] != zero_slot:
-                    self._used.add(pos // SLOT_SIZE)
-                    self._remember(_Q.unpack_from(buf, pos)[0])
+        for slot in iter_used_slots(self.buf):
+            self._used.add(slot.index)
+            self._remember(slot.time_units)

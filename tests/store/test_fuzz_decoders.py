@@ -16,11 +16,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scenarios.cli import main
+from scenarios.inspect_text import format_inspection
 from scenarios.scenario import load_scenario_text
 from sim.run import run_scenario
 from store import fastjson
 from store import message as codec
-from store.inspect import format_inspection, inspect_store_dir
+from store.inspect import inspect_store_dir
 
 # --- fastjson ------------------------------------------------------------------------------------------------------
 SAMPLE = fastjson.dumps({"offsetTable": {"TopicTest@GroupA": {0: 12, 1: 7}},

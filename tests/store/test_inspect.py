@@ -9,7 +9,8 @@ import struct
 
 import pytest
 
-from store.inspect import format_inspection, inspect_store_dir
+from scenarios.inspect_text import format_inspection
+from store.inspect import inspect_store_dir
 from store.message import (
     MessageExt,
     create_message_id,

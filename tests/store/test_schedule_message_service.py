@@ -66,7 +66,7 @@ def test_correct_deliver_timestamp_after_a_backwards_clock_step():
     h.broker.topic_config_manager.create_topic_in_send_message_method("TopicTest", "TBW102", 4)
     h.send(key="x", **{PROPERTY_DELAY_TIME_LEVEL: "5"})  # 1 minute
     h.run_for(10_000)
-    h.clock.advance(-5 * 60_000)  # the wall clock steps back 5 minutes
+    h.clock.step(-5 * 60_000)  # the wall clock steps back 5 minutes
     h.run_for(200)
     assert len(delivered(h)) == 1  # deliver time > now + 1 min: delivered at once
 
@@ -76,7 +76,7 @@ def test_without_correct_deliver_timestamp_the_message_waits_out_the_step():
     h.broker.topic_config_manager.create_topic_in_send_message_method("TopicTest", "TBW102", 4)
     h.send(key="x", **{PROPERTY_DELAY_TIME_LEVEL: "5"})
     h.run_for(10_000)
-    h.clock.advance(-5 * 60_000)
+    h.clock.step(-5 * 60_000)
     h.run_for(60_000)
     assert delivered(h) == []
 

@@ -16,7 +16,7 @@ def run_until(consumer: DefaultMQPushConsumer, clock: ManualClock, end_ms: int, 
     """Step every due service (and drain the consume queue through ``listener``) up to ``end_ms``."""
     for _ in range(MAX_STEPS):
         if listener is not None:
-            consumer.run_listener(listener, clock.now_ms())
+            consumer.run_listener(listener)
         wakeups = [w for s in consumer.services if (w := s.next_wakeup_ms()) is not None]
         due = min(wakeups, default=None)
         if due is None or due > end_ms:

@@ -176,7 +176,7 @@ def test_a_broadcasting_consumer_resumes_from_its_file():
     first = make_consumer(broker, clock, message_model=BROADCASTING, offset_store_disk=disk)
     first.start(clock.now_ms())
     run_for(first, clock, 100, succeed)
-    first.shutdown(clock.now_ms())
+    first.shutdown()
     for i in range(3, 5):
         broker.put("TopicTest", 0, b"m%d" % i)
     seen = []

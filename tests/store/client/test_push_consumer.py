@@ -71,7 +71,7 @@ def test_shutdown_persists_unregisters_and_ignores_late_answers():
     consumer.start(clock.now_ms())
     run_for(consumer, clock, 100, succeed)
     held = list(broker.held)
-    consumer.shutdown(clock.now_ms())
+    consumer.shutdown()
     assert [c[3] for c in broker.calls_of("update_consumer_offset_oneway")] == [2]
     assert broker.calls_of("unregister_client") == [("10.0.0.1@c1", "GroupA")]
     assert consumer.services == [] and consumer.process_queue_table == {}
@@ -127,7 +127,7 @@ def test_ack_index_marks_the_tail_of_a_batch_as_failed():
     run_for(consumer, clock, 10)
     request = consumer.next_consume_request()
     assert [m.queue_offset for m in request.msgs] == [0, 1, 2]
-    consumer.complete_consume_request(request, "CONSUME_SUCCESS", clock.now_ms(), ack_index=0)
+    consumer.complete_consume_request(request, "CONSUME_SUCCESS", ack_index=0)
     assert [c[1].queue_offset for c in broker.calls_of("consumer_send_msg_back")] == [1, 2]
     assert [f["status"] for f in of_kind(events, "consume")] == [
         "CONSUME_SUCCESS", "RECONSUME_LATER", "RECONSUME_LATER"]
@@ -225,8 +225,8 @@ def test_mutant_commit_max_offset_commits_past_a_message_still_in_progress():
         consumer.start(clock.now_ms())
         run_for(consumer, clock, 10)
         slow, r1, r2 = (consumer.next_consume_request() for _ in range(3))
-        consumer.complete_consume_request(r1, "CONSUME_SUCCESS", clock.now_ms())
-        consumer.complete_consume_request(r2, "CONSUME_SUCCESS", clock.now_ms())
+        consumer.complete_consume_request(r1, "CONSUME_SUCCESS")
+        consumer.complete_consume_request(r2, "CONSUME_SUCCESS")
         assert consumer.offset_store.offset_table[MQ0] == expected
 
 
@@ -236,7 +236,7 @@ def test_a_result_for_a_queue_dropped_meanwhile_is_discarded():
     run_for(consumer, clock, 10)
     request = consumer.next_consume_request()
     consumer.rebalance_impl.remove_process_queue(MQ0)  # e.g. the queue moved to another consumer
-    consumer.complete_consume_request(request, "RECONSUME_LATER", clock.now_ms())
+    consumer.complete_consume_request(request, "RECONSUME_LATER")
     assert broker.calls_of("consumer_send_msg_back") == []
     assert MQ0 not in consumer.offset_store.offset_table
     assert len(of_kind(events, "consume")) == 1  # the listener did run
@@ -295,7 +295,7 @@ def expired_then_failed(**options):
     slow = consumer.next_consume_request()
     run_for(consumer, clock, 120_000)
     assert [(c[1].queue_offset, c[2]) for c in broker.calls_of("consumer_send_msg_back")] == [(0, 3)]
-    consumer.complete_consume_request(slow, "RECONSUME_LATER", clock.now_ms())
+    consumer.complete_consume_request(slow, "RECONSUME_LATER")
     return [(c[1].queue_offset, c[2]) for c in broker.calls_of("consumer_send_msg_back")]
 
 
@@ -386,8 +386,7 @@ def test_a_pull_answered_with_an_error_is_retried_after_3_s():
     run_for(consumer, clock, 10)
     callbacks = [cb for cb, _ in broker.pending]
     broker.pending.clear()
-    clock.advance(500)
-    consumer.set_mono(clock.now_ms())
+    clock.advance(500)  # the answer comes late: the retry is measured from now, read from the clock
     for cb in callbacks:
         cb(MQBrokerException(ResponseCode.SYSTEM_BUSY, "busy"))
     assert min(s.next_wakeup_ms() for s in consumer.services if s.name == "pull-message-service") == (
@@ -404,7 +403,7 @@ def test_flow_control_waits_50_ms_while_too_much_is_cached():
         assert pull_service.next_wakeup_ms() <= clock.now_ms() + 50
         run_for(consumer, clock, 200)
         assert len(broker.calls_of("pull")) == pulls  # re-checked every 50 ms, never pulled
-        consumer.run_listener(succeed, clock.now_ms())
+        consumer.run_listener(succeed)
         run_for(consumer, clock, 100)
         assert len(broker.calls_of("pull")) > pulls
 
@@ -433,5 +432,5 @@ def test_no_new_msg_does_not_move_the_offset_past_cached_messages():
     run_for(consumer, clock, 10)  # both cached, not consumed; the next pull (offset 2) is held
     broker.release_held()  # NO_NEW_MSG, nextBeginOffset 2
     assert consumer.offset_store.read_offset(MQ0, "READ_FROM_MEMORY") == -1
-    consumer.run_listener(succeed, clock.now_ms())
+    consumer.run_listener(succeed)
     assert consumer.offset_store.offset_table[MQ0] == 2

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from store import message as codec
+from store.driver import run_for
 from store.faults import FAIL
 from store.topic_config import TIMER_TOPIC
 
@@ -41,30 +42,19 @@ class TimerHarness(BrokerHarness):
 
     def drive(self, duration_ms: int, stop=None, max_steps: int | None = None) -> bool:
         """run_for with a step counter; returns True when ``stop()`` held or ``max_steps`` were taken."""
-        end = self.mono_ms + duration_ms
         taken = 0
-        while True:
-            services = self.broker.all_services
-            best = None
-            for i, service in enumerate(services):
-                at = service.next_wakeup_ms()
-                if at is not None and at <= end and (best is None or (at, i) < best):
-                    best = (at, i)
-            if best is None:
-                break
-            at = max(best[0], self.mono_ms)
-            self.clock.advance(at - self.mono_ms)
-            self.mono_ms = at
-            self.broker.set_mono(at)
-            services[best[1]].step(at)
+
+        def step(service, mono_ms: int) -> None:
+            nonlocal taken
+            service.step(mono_ms)
             self.steps += 1
             taken += 1
-            if (stop is not None and stop()) or (max_steps is not None and taken >= max_steps):
-                return True
-        self.clock.advance(end - self.mono_ms)
-        self.mono_ms = end
-        self.broker.set_mono(end)
-        return False
+
+        def done() -> bool:
+            return (stop is not None and stop()) or (max_steps is not None and taken >= max_steps)
+
+        broker = self.broker
+        return run_for(lambda: broker.all_services, self.clock, duration_ms, stop=done, step=step)
 
     def send_timer(self, key: str, delay_ms: int | None = None, queue_id: int = 0, **props) -> str:
         if delay_ms is not None:

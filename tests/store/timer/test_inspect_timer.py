@@ -7,10 +7,12 @@ import json
 import os
 import random
 
+from scenarios.inspect_text import format_inspection
 from store.broker.broker_controller import BrokerController
 from store.clock import ManualClock
 from store.disk import OsDisk
-from store.inspect import format_inspection, inspect_store_dir
+from store.driver import run_for
+from store.inspect import inspect_store_dir
 from store.message import MessageExt, java_string_hash
 
 from .helpers import TIMER_STORE, TOPIC
@@ -30,31 +32,15 @@ def tree_digest(root) -> dict:
 
 def test_inspect_decodes_wheel_timer_log_and_checkpoint(tmp_path):
     root = tmp_path / "store"
-    clock = ManualClock(T0)
+    clock = ManualClock(T0, monotonic_start_ms=0)
     config = TIMER_STORE.with_(timer_roll_window_slot=20)  # 20 s: the 30 s and 60 s delays are rolled
     broker = BrokerController(OsDisk(str(root)), clock, rng=random.Random(1), store_config=config)
     broker.initialize()
     broker.start(0)
     broker.topic_config_manager.create_topic_in_send_message_method(TOPIC, "TBW102", 4)
-    mono = 0
 
     def run(ms):
-        nonlocal mono
-        end = mono + ms
-        while True:
-            due = [(s.next_wakeup_ms(), i) for i, s in enumerate(broker.all_services)]
-            due = [(at, i) for at, i in due if at is not None and at <= end]
-            if not due:
-                break
-            at, i = min(due)
-            at = max(at, mono)
-            clock.advance(at - mono)
-            mono = at
-            broker.set_mono(at)
-            broker.all_services[i].step(at)
-        clock.advance(end - mono)
-        mono = end
-        broker.set_mono(end)
+        run_for(lambda: broker.all_services, clock, ms)
 
     run(1500)
     for n, delay in enumerate([2000, 2000, 30_000] + [60_000] * 8):
