@@ -44,6 +44,8 @@ def test_pull_piggybacks_the_commit_and_the_broker_persists_every_5s_after_10s()
 
 def test_commits_are_plain_puts_not_increase_only():
     h = BrokerHarness()
+    h.broker.topic_config_manager.create_topic_in_send_message_method("T", "TBW102", 1)
+    h.broker.heart_beat("c1", "G", "CLUSTERING", ["T"])  # 5.3.3 commits only for a group and topic it has
     h.broker.update_consumer_offset_oneway("G", "T", 0, 9)
     h.broker.update_consumer_offset_oneway("G", "T", 0, 4)
     assert h.broker.query_consumer_offset("G", "T", 0) == 4
@@ -51,7 +53,7 @@ def test_commits_are_plain_puts_not_increase_only():
 
 def test_offsets_survive_a_graceful_restart_in_4x_shape():
     h = BrokerHarness(store_config=SMALL_STORE.with_(era="4.9.8"))
-    h.broker.update_consumer_offset_oneway("G", "T", 3, 250)
+    h.broker.update_consumer_offset_oneway("G", "T", 3, 250)  # 4.9.8 commits for any group and topic
     h.broker.shutdown()
     text = h.disk.read_file("config/consumerOffset.json").decode()
     assert text == '{\n\t"offsetTable":{\n\t\t"T@G":{3:250\n\t\t}\n\t}\n}'
