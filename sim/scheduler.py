@@ -93,34 +93,43 @@ class Scheduler:
         touched = self._touched
         if not touched:
             return
-        now = int(self.env.now)
+        now = int(self.env._now)
         owners = self.owners
+        arm = self._arm
         i = 0
         while i < len(touched):  # an _arm may not touch, but keep the loop honest if one does
-            for slot in owners.get(touched[i], ()):
-                self._arm(slot, now)
+            slots = owners.get(touched[i])
+            if slots:
+                for slot in slots:
+                    armed = slot.armed_at
+                    if armed is None or armed > now:  # else armed for this millisecond: no answer can be earlier
+                        arm(slot, now)
             i += 1
         touched.clear()
         self._touched_set.clear()
 
     def _arm(self, slot: _Slot, now: int) -> None:
-        if slot.armed_at is not None and slot.armed_at <= now:
-            return  # armed for this millisecond: no answer can be earlier
-        if slot.catch_up is not None:
+        """(Re-)arm ``slot`` if its next wake-up is earlier than the armed one; the caller has checked that it is
+        not already armed at or before ``now``."""
+        catch_up = slot.catch_up
+        if catch_up is not None:
             # Its round at ``now`` already had its turn (and was skipped) if it ranks before the stepping service.
-            slot.catch_up(now, self._rank is not None and self._prio(slot, now) < self._rank)
+            rank = self._rank
+            catch_up(now, rank is not None and self._prio(slot, now) < rank)
         at = slot.service.next_wakeup_ms()
         if at is None:
             return
         if at < now:
             at = now
-        if slot.armed_at is not None and slot.armed_at <= at:
+        armed = slot.armed_at
+        if armed is not None and armed <= at:
             return
         self.arms += 1
         slot.armed_at = at
-        slot.token += 1
-        self._seq += 1
-        heapq.heappush(self._heap, (at, self._prio(slot, at), self._seq, slot, slot.token))
+        token = slot.token = slot.token + 1
+        seq = self._seq = self._seq + 1
+        prio = slot.rank if self.tie_rng is None else self._prio(slot, at)
+        heapq.heappush(self._heap, (at, prio, seq, slot, token))
         if at not in self._wakes:
             self._wake_at(at, now)
 
@@ -138,11 +147,13 @@ class Scheduler:
 
     def _wake_at(self, at: int, now: int) -> None:
         self._wakes.add(at)
-        event = Event(self.env)
+        env = self.env
+        event = Event(env)
         event._ok = True
         event._value = at
         event.callbacks.append(self._on_wake)
-        self.env.schedule(event, priority=WAKE_PRIORITY, delay=at - now)
+        # env.schedule(event, priority=WAKE_PRIORITY, delay=at - now), without its keyword-argument overhead
+        heapq.heappush(env._queue, (env._now + (at - now), WAKE_PRIORITY, next(env._eid), event))
 
     def _on_wake(self, event: Event) -> None:
         at = event._value
@@ -175,9 +186,14 @@ class Scheduler:
             slot.service.step(now)
         except BrokerCrash as crash:
             self.on_broker_crash(crash)
-        self.touch(slot.owner)
-        linked = self.links.get(slot.owner)
-        if linked is not None:
-            self.touch(linked)
+        touched_set = self._touched_set
+        owner = slot.owner
+        if owner not in touched_set:
+            touched_set.add(owner)
+            self._touched.append(owner)
+        linked = self.links.get(owner)
+        if linked is not None and linked not in touched_set:
+            touched_set.add(linked)
+            self._touched.append(linked)
         self.flush_touched()
         self._rank = None
