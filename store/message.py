@@ -70,7 +70,9 @@ PROPERTY_SEPARATOR = "\u0002"
 SocketAddress = tuple[bytes, int]  # (4- or 16-byte IP address, port)
 
 
+@lru_cache(maxsize=256)
 def socket_address(ip_text: str, port: int) -> SocketAddress:
+    """Cached: the broker stamps its own (constant) store host on every put."""
     return (ipaddress.ip_address(ip_text).packed, port)
 
 
@@ -209,6 +211,15 @@ class MessageExt:
     def msg_id(self) -> str:
         """The offset message id (where the record is), not the client's UNIQ_KEY."""
         return create_message_id(self.store_host, self.commit_log_offset)
+
+    def copy(self, properties: dict[str, str] | None = None) -> MessageExt:
+        """A field-by-field copy (``dataclasses.replace`` without its per-call introspection), with
+        ``properties`` as its property map when given."""
+        return MessageExt(self.topic, self.body, self.queue_id, self.flag,
+                          self.properties if properties is None else properties, self.properties_string,
+                          self.sys_flag, self.born_timestamp, self.born_host, self.store_host, self.reconsume_times,
+                          self.prepared_transaction_offset, self.store_timestamp, self.queue_offset,
+                          self.commit_log_offset, self.store_size, self.body_crc, self.tags_code, self.magic_code)
 
 
 class MessageIllegal(Exception):
