@@ -90,48 +90,49 @@ class Scheduler:
             self._touched.append(owner)
 
     def flush_touched(self) -> None:
+        """Ask the services of every touched owner for their next wake-up; push what moved earlier.
+
+        The hottest loop of a dense run: arming is inlined here (one call per service saved)."""
         touched = self._touched
         if not touched:
             return
         now = int(self.env._now)
         owners = self.owners
-        arm = self._arm
+        rank = self._rank
+        shuffled = self.tie_rng is not None
+        heap = self._heap
+        wakes = self._wakes
         i = 0
-        while i < len(touched):  # an _arm may not touch, but keep the loop honest if one does
+        while i < len(touched):  # arming does not touch, but keep the loop honest if a service ever does
             slots = owners.get(touched[i])
-            if slots:
-                for slot in slots:
-                    armed = slot.armed_at
-                    if armed is None or armed > now:  # else armed for this millisecond: no answer can be earlier
-                        arm(slot, now)
             i += 1
+            if not slots:
+                continue
+            for slot in slots:
+                armed = slot.armed_at
+                if armed is not None and armed <= now:
+                    continue  # armed for this millisecond: no answer can be earlier
+                catch_up = slot.catch_up
+                if catch_up is not None:
+                    # Its round at ``now`` already had its turn (and was skipped) if it ranks before the stepping
+                    # service.
+                    catch_up(now, rank is not None and (self._prio(slot, now) if shuffled else slot.rank) < rank)
+                at = slot.service.next_wakeup_ms()
+                if at is None:
+                    continue
+                if at < now:
+                    at = now
+                if armed is not None and armed <= at:
+                    continue
+                self.arms += 1
+                slot.armed_at = at
+                token = slot.token = slot.token + 1
+                seq = self._seq = self._seq + 1
+                heapq.heappush(heap, (at, self._prio(slot, at) if shuffled else slot.rank, seq, slot, token))
+                if at not in wakes:
+                    self._wake_at(at, now)
         touched.clear()
         self._touched_set.clear()
-
-    def _arm(self, slot: _Slot, now: int) -> None:
-        """(Re-)arm ``slot`` if its next wake-up is earlier than the armed one; the caller has checked that it is
-        not already armed at or before ``now``."""
-        catch_up = slot.catch_up
-        if catch_up is not None:
-            # Its round at ``now`` already had its turn (and was skipped) if it ranks before the stepping service.
-            rank = self._rank
-            catch_up(now, rank is not None and self._prio(slot, now) < rank)
-        at = slot.service.next_wakeup_ms()
-        if at is None:
-            return
-        if at < now:
-            at = now
-        armed = slot.armed_at
-        if armed is not None and armed <= at:
-            return
-        self.arms += 1
-        slot.armed_at = at
-        token = slot.token = slot.token + 1
-        seq = self._seq = self._seq + 1
-        prio = slot.rank if self.tie_rng is None else self._prio(slot, at)
-        heapq.heappush(self._heap, (at, prio, seq, slot, token))
-        if at not in self._wakes:
-            self._wake_at(at, now)
 
     def _prio(self, slot: _Slot, at: int) -> int:
         """The order of ``slot`` among the services due at ``at``: its rank, or a draw when shuffling."""
