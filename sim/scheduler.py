@@ -37,10 +37,13 @@ WAKE_PRIORITY = 10  # after SimPy's own URGENT/NORMAL events at the same time (t
 
 
 class _Slot:
-    __slots__ = ("service", "owner", "rank", "armed_at", "token", "alive", "catch_up")
+    __slots__ = ("service", "owner", "rank", "armed_at", "token", "alive", "catch_up", "floor")
 
     def __init__(self, service, owner: str, rank: int) -> None:
         self.service = service
+        # A service may name (``WAKE_FLOOR``) an attribute that bounds all its answers from below and that only its
+        # own steps lower: armed at or below that value, a touch cannot move it earlier, and it is not asked.
+        self.floor = getattr(type(service), "WAKE_FLOOR", None)
         # Services that skip provably idle rounds account them when asked again: catch_up(now, turn_passed).
         self.catch_up = getattr(service, "catch_up", None)
         self.owner = owner
@@ -110,8 +113,14 @@ class Scheduler:
                 continue
             for slot in slots:
                 armed = slot.armed_at
-                if armed is not None and armed <= now:
-                    continue  # armed for this millisecond: no answer can be earlier
+                if armed is not None:
+                    if armed <= now:
+                        continue  # armed for this millisecond: no answer can be earlier
+                    # Not when shuffling: there catch_up's question may draw a tie priority (the draws must not
+                    # depend on this shortcut).
+                    floor = slot.floor
+                    if floor is not None and not shuffled and armed <= getattr(slot.service, floor):
+                        continue
                 catch_up = slot.catch_up
                 if catch_up is not None:
                     # Its round at ``now`` already had its turn (and was skipped) if it ranks before the stepping
