@@ -16,7 +16,7 @@ from .checkpoint import StoreCheckpoint
 from .clock import Clock
 from .commit_log import CommitLog
 from .config import SYNC_FLUSH, MessageStoreConfig
-from .consume_queue import CQ_STORE_UNIT_SIZE, ConsumeQueue
+from .consume_queue import CQ_STORE_UNIT_SIZE, CQ_UNIT, ConsumeQueue
 from .delay_level import parse_delay_level
 from .disk import Disk
 from .faults import NO_FAULTS, FaultInjector
@@ -387,8 +387,6 @@ class DefaultMessageStore:
 
     def _collect(self, result: GetMessageResult, buf: bytes, offset: int, max_msg_nums: int,
                  tags_filter: Callable[[int], bool] | None) -> None:
-        from .consume_queue import CQ_UNIT
-
         limit = min(len(buf), max(16000, max_msg_nums * CQ_STORE_UNIT_SIZE))
         next_phy_file_start = None
         i = 0
