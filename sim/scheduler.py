@@ -32,6 +32,8 @@ from simpy.events import Event
 
 from store.faults import BrokerCrash
 
+# The wake-floor shortcut (``WAKE_FLOOR``): tests turn it off to prove it changes no history.
+USE_WAKE_FLOORS = True
 SHUFFLE_FLOOR = 100  # ranks below it (the fault plan) keep running first when ties are shuffled
 WAKE_PRIORITY = 10  # after SimPy's own URGENT/NORMAL events at the same time (the run's phase timeout)
 
@@ -41,9 +43,10 @@ class _Slot:
 
     def __init__(self, service, owner: str, rank: int) -> None:
         self.service = service
-        # A service may name (``WAKE_FLOOR``) an attribute that bounds all its answers from below and that only its
-        # own steps lower: armed at or below that value, a touch cannot move it earlier, and it is not asked.
-        self.floor = getattr(type(service), "WAKE_FLOOR", None)
+        # A service may name (``WAKE_FLOOR``) an attribute whose current value bounds its next answer from below (and
+        # at or below which its catch_up has nothing to account): armed at or below it, a touch cannot move the
+        # wake-up earlier, so the service is not asked.
+        self.floor = getattr(type(service), "WAKE_FLOOR", None) if USE_WAKE_FLOORS else None
         # Services that skip provably idle rounds account them when asked again: catch_up(now, turn_passed).
         self.catch_up = getattr(service, "catch_up", None)
         self.owner = owner
@@ -70,6 +73,7 @@ class Scheduler:
         self.links: dict[str, str] = {}  # owner -> another owner its steps may affect (touched with it)
         self.steps = 0
         self.arms = 0
+        self.asks = 0  # next_wakeup_ms questions asked by re-arms (what the re-arm shortcuts save)
         self.before_step: Callable[[int], None] | None = None
 
     def add_owner(self, owner: str, services: list, base_rank: int) -> None:
@@ -126,6 +130,7 @@ class Scheduler:
                     # Its round at ``now`` already had its turn (and was skipped) if it ranks before the stepping
                     # service.
                     catch_up(now, rank is not None and (self._prio(slot, now) if shuffled else slot.rank) < rank)
+                self.asks += 1
                 at = slot.service.next_wakeup_ms()
                 if at is None:
                     continue

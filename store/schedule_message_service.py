@@ -247,7 +247,7 @@ class ScheduleMessageService(ConfigManager):
 class DeliverDelayedMessageTimerTask:
     """One level's self-rescheduling task: scan the level's queue, put back what is due."""
 
-    WAKE_FLOOR = "at_mono_ms"  # every wake-up it names is at or after it; only its own steps move it back
+    WAKE_FLOOR = "at_mono_ms"  # every wake-up it names is at or after it (see PeriodicService.WAKE_FLOOR)
 
     def __init__(self, svc: ScheduleMessageService, level: int, offset: int, at_mono_ms: int) -> None:
         self.svc = svc

@@ -24,8 +24,8 @@ class Service(Protocol):
 class PeriodicService:
     """Runs ``task(mono_ms)`` every ``interval_ms`` after a first delay (a ScheduledExecutor task)."""
 
-    # For drivers: the attribute that bounds every answer of ``next_wakeup_ms`` from below and that only this
-    # service's own steps lower (``catch_up`` only moves it later). Armed at or below it, asking again is useless.
+    # For drivers: the attribute whose current value bounds the answer of ``next_wakeup_ms`` from below (and
+    # ``catch_up`` has nothing to do for a wake-up at or below it). Armed at or below it, asking again is useless.
     WAKE_FLOOR = "_next_ms"
 
     def __init__(

@@ -154,7 +154,7 @@ class PullRequestHoldService:
     """Every 5 s re-check every held pull (new messages or the 15 s suspend timeout)."""
 
     name = "pull-request-hold"
-    WAKE_FLOOR = "at_mono_ms"  # every wake-up it names is at or after it; only its own steps move it back
+    WAKE_FLOOR = "at_mono_ms"  # every wake-up it names is at or after it (see PeriodicService.WAKE_FLOOR)
 
     def __init__(self, processor: PullMessageProcessor, mono_ms: int) -> None:
         self.processor = processor
