@@ -420,19 +420,20 @@ class ReputMessageService:
     """Dispatches new commit-log records into consume queues every ``reput_interval_ms``."""
 
     name = "reput"
+    WAKE_FLOOR = "_next_ms"  # its only answer, when it has one (see PeriodicService.WAKE_FLOOR)
 
     def __init__(self, store: DefaultMessageStore, mono_ms: int) -> None:
         self.store = store
-        self._last_mono = mono_ms
+        self._next_ms = mono_ms + store.config.reput_interval_ms  # the last round plus the interval
 
     def next_wakeup_ms(self) -> int | None:
         store = self.store
         if store.commit_log.get_confirm_offset() > store.reput_from_offset:  # dispatch_behind_bytes() > 0
-            return self._last_mono + store.config.reput_interval_ms
+            return self._next_ms
         return None
 
     def step(self, mono_ms: int) -> None:
-        self._last_mono = mono_ms
+        self._next_ms = mono_ms + self.store.config.reput_interval_ms
         self.store.do_reput()
 
 
