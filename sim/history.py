@@ -7,6 +7,7 @@ import json
 
 from model.history import check_fields, validate_event
 
+_LINE_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 STRICT = False  # the tests set it: every event's value types are checked too (model.history.validate_event)
 
 
@@ -26,7 +27,8 @@ class History:
         return event
 
     def lines(self) -> list[str]:
-        return [json.dumps(e, separators=(",", ":"), ensure_ascii=False) for e in self.events]
+        encode = _LINE_ENCODER.encode  # what json.dumps(e, separators=(",", ":"), ensure_ascii=False) builds per call
+        return [encode(e) for e in self.events]
 
     def to_jsonl(self) -> str:
         return "".join(line + "\n" for line in self.lines())

@@ -52,18 +52,21 @@ class SimNetwork:
         self.client_owner = client_owner
         self.broker_name = world.broker_config.broker_name
 
-    def _broker(self):
+    def _broker(self, writes: bool = True):
         broker = self.world.broker
         if broker is None:
             raise RemotingError("connect to broker-a failed: the broker is down", fault_site=self.world.down_site)
-        self.world.on_client_request()
+        self.world.on_client_request(writes)
         return broker
 
-    def _call(self, fn):
+    def _call(self, fn, writes: bool = True):
         """Only the modelled outcomes cross the wire: an answer, an error answer (``MQBrokerException``), or
         the injected crash (seen by the client as a closed connection). Any other exception is a bug in the
-        broker and propagates: the run stops with a simulator error, never a "failed request"."""
-        broker = self._broker()
+        broker and propagates: the run stops with a simulator error, never a "failed request".
+
+        ``writes=False``: a request that never writes the store's files (a pull, an offset update), so the
+        flush services need not be asked for their next wake-up again."""
+        broker = self._broker(writes)
         try:
             return fn(broker)
         except BrokerCrash as crash:
@@ -84,7 +87,7 @@ class SimNetwork:
 
         def arrive() -> None:
             try:
-                self._call(lambda b: b.pull_message_async(request, answer))
+                self._call(lambda b: b.pull_message_async(request, answer), writes=False)
             except RemotingError as error:
                 answer(error)
 
@@ -100,7 +103,7 @@ class SimNetwork:
 
     def update_consumer_offset_oneway(self, group: str, topic: str, queue_id: int, offset: int) -> None:
         try:
-            self._call(lambda b: b.update_consumer_offset_oneway(group, topic, queue_id, offset))
+            self._call(lambda b: b.update_consumer_offset_oneway(group, topic, queue_id, offset), writes=False)
         except RemotingError:
             pass  # one-way: nobody hears about a lost request
 

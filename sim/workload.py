@@ -115,7 +115,7 @@ class ConsumeExecutor:
             status = self._decide(request)
             self.in_flight.append((mono_ms + self.spec.consume_time_ms, self._seq, request, status))
             self._seq += 1
-        self.in_flight.sort(key=lambda item: (item[0], item[1]))
+        self.in_flight.sort()  # by (done_at, seq): seq is unique, so the request is never compared
 
     def clear(self) -> None:
         self.in_flight.clear()

@@ -224,10 +224,14 @@ class World:
         self.scheduler.touch("broker.reput")
         self.scheduler.touch("broker.flush")
 
-    def on_client_request(self) -> None:
-        """A request reached the broker: what it may change (a put, a held pull) is re-armed."""
+    def on_client_request(self, writes: bool = True) -> None:
+        """A request reached the broker: what it may change (a put, a held pull) is re-armed; ``writes=False``:
+        one that cannot write the store's files (a pull, an offset update) leaves the flush services alone. Not
+        when ties are shuffled: there every re-arm may draw a tie priority, so fewer re-arms would change the
+        draws and with them the shuffled histories of existing seeds."""
         self.scheduler.touch("broker")
-        self.scheduler.touch("broker.flush")
+        if writes or self.shuffle_ties:
+            self.scheduler.touch("broker.flush")
         self.scheduler.touch("broker.persist")  # a committed offset
 
     def _on_arriving(self, topic: str, queue_id: int, _next_offset: int) -> None:

@@ -7,7 +7,6 @@ under the "put lock" (there is no real lock: the store is single-threaded), and 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 
 from . import message as codec
 from .checkpoint import StoreCheckpoint
@@ -157,7 +156,10 @@ class CommitLog:
                 level = min(int(level_text), self.max_delay_level)
                 if level > 0:
                     delay_ms = self.delay_level_table_ms.get(level, 1000)
-                    return replace(req, tags_code=req.store_timestamp + delay_ms)
+                    return codec.DispatchRequest(
+                        True, req.msg_size, req.topic, req.queue_id, req.commit_log_offset,
+                        req.store_timestamp + delay_ms, req.store_timestamp, req.consume_queue_offset, req.keys,
+                        req.uniq_key, req.sys_flag, req.prepared_transaction_offset, req.properties, req.error)
         return req
 
     # --- flush ---------------------------------------------------------------------------

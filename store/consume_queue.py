@@ -67,6 +67,7 @@ class ConsumeQueue:
         self.mfq = MappedFileQueue(disk, f"{store_path}/{topic}/{queue_id}", mapped_file_size)
         self.max_physic_offset = -1
         self.min_logic_offset = 0  # bytes
+        self.last_unit_pos = -1  # logical byte position of the unit the last put_message_position_info appended
         self.log = as_log(log, "ConsumeQueue")
 
     # --- lifecycle -----------------------------------------------------------------------
@@ -150,6 +151,7 @@ class ConsumeQueue:
 
     # --- building ------------------------------------------------------------------------
     def put_message_position_info(self, offset: int, size: int, tags_code: int, cq_offset: int) -> bool:
+        self.last_unit_pos = -1
         if offset + size <= self.max_physic_offset:
             return True  # already built (idempotent by physical offset)
         expect_logic_offset = cq_offset * CQ_STORE_UNIT_SIZE
@@ -168,6 +170,7 @@ class ConsumeQueue:
                 self.log.warn(f"[BUG]logic queue order maybe wrong, expect {expect_logic_offset} current {current} "
                          f"topic {self.topic} queue {self.queue_id}")
         self.max_physic_offset = offset + size
+        self.last_unit_pos = mf.file_from_offset + mf.wrote_position
         mf.append(CQ_UNIT.pack(offset, size, tags_code))
         return True
 

@@ -16,7 +16,7 @@ from .checkpoint import StoreCheckpoint
 from .clock import Clock
 from .commit_log import CommitLog
 from .config import SYNC_FLUSH, MessageStoreConfig
-from .consume_queue import CQ_STORE_UNIT_SIZE, ConsumeQueue
+from .consume_queue import CQ_STORE_UNIT_SIZE, CQ_UNIT, ConsumeQueue
 from .delay_level import parse_delay_level
 from .disk import Disk
 from .faults import NO_FAULTS, FaultInjector
@@ -52,6 +52,12 @@ class GetMessageResult:
     max_offset: int = 0
     messages: list[codec.MessageExt] = field(default_factory=list)
 
+
+
+def _just_indexed(cq: ConsumeQueue, req: codec.DispatchRequest) -> bool:
+    """The put that just ran appended this copy's unit at its own queue offset (the common case: no read)."""
+    pos = req.consume_queue_offset * CQ_STORE_UNIT_SIZE
+    return cq.last_unit_pos == pos and pos >= cq.min_logic_offset
 
 
 def _indexes(cq: ConsumeQueue, req: codec.DispatchRequest) -> bool:
@@ -280,7 +286,7 @@ class DefaultMessageStore:
         self.dirty_consume_queues[(req.topic, req.queue_id)] = cq
         if not self.cq_flush_due and cq.mfq.flush_would_change(self.config.flush_consume_queue_least_pages):
             self.cq_flush_due = True
-        if self.unindexed_listeners and not _indexes(cq, req):
+        if self.unindexed_listeners and not _just_indexed(cq, req) and not _indexes(cq, req):
             unit = cq.get_unit(req.consume_queue_offset)
             for listener in self.unindexed_listeners:
                 listener(req, unit)
@@ -386,8 +392,6 @@ class DefaultMessageStore:
 
     def _collect(self, result: GetMessageResult, buf: bytes, offset: int, max_msg_nums: int,
                  tags_filter: Callable[[int], bool] | None) -> None:
-        from .consume_queue import CQ_UNIT
-
         limit = min(len(buf), max(16000, max_msg_nums * CQ_STORE_UNIT_SIZE))
         next_phy_file_start = None
         i = 0
@@ -421,18 +425,20 @@ class ReputMessageService:
     """Dispatches new commit-log records into consume queues every ``reput_interval_ms``."""
 
     name = "reput"
+    WAKE_FLOOR = "_next_ms"  # its only answer, when it has one (see PeriodicService.WAKE_FLOOR)
 
     def __init__(self, store: DefaultMessageStore, mono_ms: int) -> None:
         self.store = store
-        self._last_mono = mono_ms
+        self._next_ms = mono_ms + store.config.reput_interval_ms  # the last round plus the interval
 
     def next_wakeup_ms(self) -> int | None:
-        if self.store.dispatch_behind_bytes() > 0:
-            return self._last_mono + self.store.config.reput_interval_ms
+        store = self.store
+        if store.commit_log.get_confirm_offset() > store.reput_from_offset:  # dispatch_behind_bytes() > 0
+            return self._next_ms
         return None
 
     def step(self, mono_ms: int) -> None:
-        self._last_mono = mono_ms
+        self._next_ms = mono_ms + self.store.config.reput_interval_ms
         self.store.do_reput()
 
 
@@ -453,6 +459,11 @@ class _FlushRounds(PeriodicService):
         self._thorough_every = max(1, -(-thorough_ms // interval_ms))  # rounds between thorough ones
         self.idle_skip = False
         self._due_ms = -1  # a round known to change something (writes only add to that until it runs)
+        # The thorough round known to change something, for the grid (next round, last thorough round) it was
+        # computed on: writes only add to what such a round flushes, so only a round (which moves the grid) can
+        # make it wrong. Saves the dirty-queue scan on every re-arm.
+        self._thorough_for: tuple[int, int] | None = None
+        self._thorough_at = -1
 
     def _round(self, mono_ms: int) -> None:
         thorough = mono_ms >= self._last_thorough_ms + self.thorough_ms
@@ -489,10 +500,15 @@ class _FlushRounds(PeriodicService):
         if self.would_change(False):
             self._due_ms = self._next_ms
             return self._next_ms
+        grid = (self._next_ms, self._last_thorough_ms)
+        if grid == self._thorough_for:
+            return self._thorough_at
         if not self.would_change(True):
             return None
         first, target = self._next_ms, self._last_thorough_ms + self.thorough_ms
-        return first if first >= target else first + -(-(target - first) // self.interval_ms) * self.interval_ms
+        at = first if first >= target else first + -(-(target - first) // self.interval_ms) * self.interval_ms
+        self._thorough_for, self._thorough_at = grid, at
+        return at
 
     def step(self, mono_ms: int) -> None:
         self.catch_up(mono_ms, False)

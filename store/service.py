@@ -24,6 +24,10 @@ class Service(Protocol):
 class PeriodicService:
     """Runs ``task(mono_ms)`` every ``interval_ms`` after a first delay (a ScheduledExecutor task)."""
 
+    # For drivers: the attribute whose current value bounds the answer of ``next_wakeup_ms`` from below (and
+    # ``catch_up`` has nothing to do for a wake-up at or below it). Armed at or below it, asking again is useless.
+    WAKE_FLOOR = "_next_ms"
+
     def __init__(
         self, name: str, task: Callable[[int], None], interval_ms: int, first_delay_ms: int, start_ms: int
     ) -> None:

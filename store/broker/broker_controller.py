@@ -7,7 +7,6 @@ recovers from what the disk kept.
 
 from __future__ import annotations
 
-import dataclasses
 import random
 from collections.abc import Callable
 
@@ -45,7 +44,7 @@ class BrokerStartError(Exception):
 
 def copy_message(msg: codec.MessageExt) -> codec.MessageExt:
     """What crossing the wire does: the broker never shares the client's objects."""
-    return dataclasses.replace(msg, properties=dict(msg.properties))
+    return msg.copy(properties=dict(msg.properties))
 
 
 class BrokerController:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ..client.api import (
     MQBrokerException,
@@ -40,8 +41,9 @@ _CODE_TO_PULL_STATUS = {
 }
 
 
+@lru_cache(maxsize=256)
 def tags_filter_of(sub_expression: str) -> Callable[[int], bool] | None:
-    """The broker's tag-hash filter for ``"TagA || TagB"``; None for ``*``."""
+    """The broker's tag-hash filter for ``"TagA || TagB"``; None for ``*``. Cached: every pull names one."""
     expr = sub_expression.strip()
     if not expr or expr == "*":
         return None
@@ -153,6 +155,7 @@ class PullRequestHoldService:
     """Every 5 s re-check every held pull (new messages or the 15 s suspend timeout)."""
 
     name = "pull-request-hold"
+    WAKE_FLOOR = "at_mono_ms"  # every wake-up it names is at or after it (see PeriodicService.WAKE_FLOOR)
 
     def __init__(self, processor: PullMessageProcessor, mono_ms: int) -> None:
         self.processor = processor

@@ -9,6 +9,7 @@ WAIT_INTERVAL_MS = 20_000  # rocketmq.client.rebalance.waitInterval
 
 class RebalanceService:
     name = "rebalance-service"
+    WAKE_FLOOR = "_next_ms"  # its only answer (see PeriodicService.WAKE_FLOOR)
 
     def __init__(self, do_rebalance: Callable[[int], None], first_mono_ms: int,
                  interval_ms: int = WAIT_INTERVAL_MS) -> None:

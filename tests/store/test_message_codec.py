@@ -469,3 +469,35 @@ def test_round_trip(topic, body, props, born_host, store_host, queue_id, flag, s
     assert (got.queue_offset, got.commit_log_offset, got.store_size) == (queue_offset, phy_offset, len(record))
     assert (got.body_crc, got.magic_code) == (zlib.crc32(body) & 0x7FFFFFFF, i32(record, 4))
     assert got.msg_id == create_message_id(store_host, phy_offset)
+
+
+# --- positional construction on the hot paths ------------------------------------------------------------------
+def _every_field_distinct() -> MessageExt:
+    return MessageExt("T1", b"body", 5, 6, {"TAGS": "TagB", "UNIQ_KEY": "K"}, "TAGS\x01TagB\x02", 0x10, 11,
+                      (bytes(16), 12), (b"\x01\x02\x03\x04", 13), 14, 15, 16, 17, 18, 19, 20, 21, MESSAGE_MAGIC_CODE_V2)
+
+
+def test_copy_is_a_field_by_field_copy_with_its_own_map_when_given():
+    import dataclasses
+
+    msg = _every_field_distinct()
+    assert msg.copy() == dataclasses.replace(msg)
+    assert msg.copy().properties is msg.properties
+    own = msg.copy(properties=dict(msg.properties))
+    assert own == msg and own.properties is not msg.properties
+    for f in dataclasses.fields(MessageExt):  # a field added without updating copy() is caught here
+        assert getattr(msg.copy(), f.name) == getattr(msg, f.name), f.name
+
+
+def test_decode_fills_every_field_in_its_place():
+    msg = vector_message(sys_flag=0, born_host=V6_LOCAL, properties={"TAGS": "TagZ", "KEYS": "k1"})
+    data = encode(msg, queue_offset=41, phy_offset=0, store_timestamp=1_700_000_000_999)
+    got = decode_message(data, 0)
+    assert (got.topic, got.body, got.queue_id, got.flag) == ("TopicTest", b"hello", 3, 7)
+    assert got.properties == {"TAGS": "TagZ", "KEYS": "k1"} and got.properties_string == "TAGS\x01TagZ\x02KEYS\x01k1\x02"
+    assert (got.sys_flag, got.born_timestamp, got.born_host, got.store_host) == (
+        BORNHOST_V6_FLAG, 1_700_000_000_000, V6_LOCAL, V4_BROKER)
+    assert (got.reconsume_times, got.prepared_transaction_offset, got.store_timestamp) == (2, 0, 1_700_000_000_999)
+    assert (got.queue_offset, got.commit_log_offset, got.store_size) == (41, 0, len(data))
+    assert (got.body_crc, got.tags_code, got.magic_code) == (
+        zlib.crc32(b"hello") & 0x7FFFFFFF, java_string_hash("TagZ"), MESSAGE_MAGIC_CODE)
