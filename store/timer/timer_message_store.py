@@ -40,6 +40,13 @@ from ..probes import NO_PROBES
 from ..put_status import PutMessageResult, PutMessageStatus
 from ..service import PeriodicService
 from ..topic_config import TIMER_TOPIC
+from .dormancy import (
+    ENQUEUE_PUT_FIRST_POLL_MS,
+    dormant_dequeue_wakeup_ms,
+    fast_forward,
+    grid_at_or_after,
+    is_dormant,
+)
 from .timer_checkpoint import TimerCheckpoint
 from .timer_log import BLANK_MAGIC_CODE, HEAD_STRUCT, UNIT_PRE_SIZE_FOR_MSG, UNIT_SIZE, TimerLog, encode_unit
 from .timer_wheel import IGNORE, TimerWheel
@@ -53,7 +60,6 @@ MAGIC_DELETE = 1 << 2
 PUT_OK, PUT_NEED_RETRY, PUT_NO_RETRY = 0, 1, 2
 DEFAULT_CAPACITY = 1024
 LONG_MAX = (1 << 63) - 1
-ENQUEUE_PUT_FIRST_POLL_MS = 10  # TimerEnqueuePutService: poll(10 ms) for the first request of a batch
 ENQUEUE_PUT_NEXT_POLL_MS = 3  # ... then poll(3 ms) for each further one
 ENQUEUE_PUT_MAX_BATCH = 11  # "if (trs.size() > 10) break"
 HOLD_MOMENT_MS = 50  # holdMomentForUnknownError
@@ -96,13 +102,6 @@ def _size_py(data: bytes, position: int) -> int:
     """The unit's message size (a real unit's is > 0; zeros past a torn sector make it 0)."""
     end = position + 40
     return int.from_bytes(data[position + 36 : end], "big", signed=True) if end <= len(data) else 0
-
-
-def grid_at_or_after(base_ms: int, target_ms: int, interval_ms: int) -> int:
-    """The first poll time base + k*interval (k >= 0) at or after ``target_ms``."""
-    if target_ms <= base_ms:
-        return base_ms
-    return base_ms + -(-(target_ms - base_ms) // interval_ms) * interval_ms
 
 
 class CountDownLatch:
@@ -251,6 +250,9 @@ class TimerMessageStore:
         # first poll that changes something is computed even without idle_skip (literal 10 ms steps would
         # triple the steps of every faithful run). True polls every 10 ms, to show both give the same history.
         self.literal_put_polls = False
+        # A skipping driver may let the timer sleep while nothing is in flight (store/timer/dormancy.py); it must
+        # then call ``fast_forward`` before anything outside the timer looks at it (crash, shutdown, clock step).
+        self.dormancy = False
         self.mono_now: Callable[[], int] = lambda: 0
         self.enqueue_get_service: TimerEnqueueGetService | None = None
         self.enqueue_put_service: TimerEnqueuePutService | None = None
@@ -401,8 +403,7 @@ class TimerMessageStore:
         self.dequeue_get_service = TimerDequeueGetService(self, mono_ms)
         self.dequeue_put_message_service = TimerDequeuePutMessageService(
             self, max(self.config.timer_put_message_thread_num, 1))
-        self.flush_service = PeriodicService("timer-flush", self.flush_round, self.config.timer_flush_interval_ms,
-                                             0, mono_ms)
+        self.flush_service = TimerFlushService(self, mono_ms)
         self.state = RUNNING
         self.running = True
 
@@ -429,6 +430,15 @@ class TimerMessageStore:
         self.dequeue_get_queue.clear()
         self.dequeue_put_queue.clear()
         self.timer_log.flush(0)
+
+    # --- dormancy (store/timer/dormancy.py) ---------------------------------------------------------------------
+    def dormant(self) -> bool:
+        return is_dormant(self)
+
+    def fast_forward(self, mono_ms: int, turn: int = 0) -> None:
+        """Account the polls slept through while dormant, up to ``mono_ms`` (at it: the services before ``turn``;
+        an observer ranked after the timer services passes ``dormancy.ALL_TURNS``)."""
+        fast_forward(self, mono_ms, turn)
 
     # --- time ------------------------------------------------------------------------------------------------
     def format_time_ms(self, time_ms: int) -> int:
@@ -785,6 +795,7 @@ class TimerEnqueueGetService:
 
     def step(self, mono_ms: int) -> None:
         ts = self.ts
+        ts.fast_forward(mono_ms, self.INDEX)
         ts.note_turn(mono_ms, self.INDEX)
         if not ts.running or mono_ms < self.at_mono_ms:
             return
@@ -836,6 +847,8 @@ class TimerEnqueuePutService:
         if phase == "poll":
             if ts.enqueue_put_queue:
                 return ts.mono_now()
+            if ts.dormancy and ts.dormant():
+                return None  # its empty polls are clockwork: fast_forward accounts them
             first = self.poll_start_ms + ENQUEUE_PUT_FIRST_POLL_MS
             if ts.literal_put_polls and not ts.idle_skip:
                 return first
@@ -858,6 +871,7 @@ class TimerEnqueuePutService:
 
     def step(self, mono_ms: int) -> None:
         ts = self.ts
+        ts.fast_forward(mono_ms, self.INDEX)
         ts.note_turn(mono_ms, self.INDEX)
         if not ts.running:
             return
@@ -941,6 +955,8 @@ class TimerDequeueGetService:
             return None
         if self.phase != "poll":
             return self.latch_wait.wakeup_ms()
+        if ts.dormancy and ts.dormant():
+            return dormant_dequeue_wakeup_ms(ts, ts.mono_now())
         if not self.idle or not ts.idle_skip:
             return self.at_mono_ms
         if ts.read_caught_up():
@@ -950,6 +966,7 @@ class TimerDequeueGetService:
 
     def step(self, mono_ms: int) -> None:
         ts = self.ts
+        ts.fast_forward(mono_ms, self.INDEX)
         ts.note_turn(mono_ms, self.INDEX)
         if not ts.running or ts.dequeue_stuck:
             return
@@ -1001,6 +1018,26 @@ class TimerDequeueGetService:
         ts.commit_read_time_ms = ts.curr_read_time_ms
 
 
+class TimerFlushService(PeriodicService):
+    """TimerFlushService: ``flush_round`` every ``timerFlushIntervalMs``; asleep while the timer is dormant (its
+    rounds then only checkpoint the moving read time, which ``fast_forward`` accounts)."""
+
+    INDEX = 4
+
+    def __init__(self, ts: TimerMessageStore, mono_ms: int) -> None:
+        super().__init__("timer-flush", ts.flush_round, ts.config.timer_flush_interval_ms, 0, mono_ms)
+        self.ts = ts
+
+    def next_wakeup_ms(self) -> int | None:
+        if self.ts.dormancy and self.ts.dormant():
+            return None
+        return self._next_ms
+
+    def step(self, mono_ms: int) -> None:
+        self.ts.fast_forward(mono_ms, self.INDEX)
+        super().step(mono_ms)
+
+
 class _PutWorker:
     __slots__ = ("req", "inner", "retry_count", "wake_at_ms", "converted")
 
@@ -1042,6 +1079,7 @@ class TimerDequeuePutMessageService:
 
     def step(self, mono_ms: int) -> None:
         ts = self.ts
+        ts.fast_forward(mono_ms, self.INDEX)
         ts.note_turn(mono_ms, self.INDEX)
         if not ts.running:
             return

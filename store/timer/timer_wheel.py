@@ -87,6 +87,9 @@ class TimerWheel:
             return EMPTY_SLOT
         return Slot(units * self.precision_ms, first, last, num, magic)
 
+    def has_dirty_slots(self) -> bool:
+        return bool(self._dirty)
+
     def get_num(self, time_ms: int) -> int:
         return self.get_slot(time_ms).num
 
