@@ -187,6 +187,7 @@ class World:
             # consumerOffset.json's 5 s persist, while it would rewrite the same bytes and no crash waits at it.
             offsets, site = broker.consumer_offset_manager, "persist." + broker.consumer_offset_manager.file_name
             broker.offset_persist_service.idle_skip = True
+            broker.hold_service.idle_skip = True  # checks that wake no held pull
             broker.offset_persist_service.idle = lambda: (offsets.persist_is_noop()
                                                           and site not in self.faults.armed_crash_sites)
         self.broker = broker
