@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .timer_message_store import TimerMessageStore
 
-ENQUEUE_PUT_FIRST_POLL_MS = 10  # the enqueue put's empty polls (timer_message_store imports it from here)
+ENQUEUE_PUT_FIRST_POLL_MS = 10  # TimerEnqueuePutService: poll(10 ms) for the first request of a batch
 ALL_TURNS = 5  # every timer service has had its turn in the millisecond
 
 

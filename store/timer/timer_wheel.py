@@ -19,6 +19,7 @@ from ..mapped_file import StoreLoadError
 
 TIMER_WHEEL_FILE = "timerwheel"
 SLOT_SIZE = 32
+TIMER_BLANK_SLOTS = 60  # slots kept clear between the read time and the far end of the wheel
 BLANK = -1
 IGNORE = -2
 SLOT_STRUCT = struct.Struct(">qqqii")
