@@ -305,14 +305,18 @@ class World:
                 self.scheduler.touch(owner)
                 self.scheduler.touch(owner + TIMED_SUFFIX)
 
-    def _timer_seen(self) -> None:
+    def _timer_seen(self, clock_step: bool = False) -> None:
         """Something outside the timer is about to look at it (its files, its read time) or move the wall clock
         its dormant polls are computed from: account the polls it slept through first (store/timer/dormancy.py).
         An observer ranked after the broker's services (network, clients) comes after the timer's turn."""
         timer = self.broker.timer_message_store if self.broker is not None else None
         if timer is not None and timer.dormancy:
             rank = self.scheduler._rank
-            timer.fast_forward(self.now_mono(), ALL_TURNS if rank is not None and rank >= RANK_NETWORK else 0)
+            turn = ALL_TURNS if rank is not None and rank >= RANK_NETWORK else 0
+            if clock_step:
+                timer.before_clock_step(self.now_mono(), turn)
+            else:
+                timer.fast_forward(self.now_mono(), turn)
 
     def broker_crashed(self, crash: BrokerCrash) -> None:
         self.crash_broker("process", site=crash.site)
@@ -411,7 +415,7 @@ class World:
         elif kind == "cq_truncation":
             self._truncate_consume_queue(arg)
         elif kind == "clock_step":
-            self._timer_seen()
+            self._timer_seen(clock_step=True)
             self.clock.step(arg)
             self.record("fault", site="clock", action="step", by_ms=arg, broker_ms=self.clock.now_ms())
             self.touch_broker()

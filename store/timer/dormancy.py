@@ -198,3 +198,28 @@ def _raw_read_at(clock: _Clockwork, at_ms: int) -> int | None:
     if last_put is None:
         return None
     return (last_put + clock.off) // clock.p * clock.p
+
+
+def before_clock_step(ts: TimerMessageStore, mono_ms: int, turn: int) -> None:
+    """The wall clock is about to step: account every poll before it under the wall time it saw.
+
+    A dormant timer fast-forwards. Otherwise the enqueue put's and the dequeue's lazily skipped polls (idle
+    skipping: each was a no-op, or the service would have been woken for it) are sealed as done, so that a
+    later fast-forward never evaluates them against the stepped clock."""
+    fast_forward(ts, mono_ms, turn)
+    if not ts.dormancy or not ts.running:
+        return
+    put, get = ts.enqueue_put_service, ts.dequeue_get_service
+    if put.phase == "poll" and not ts.enqueue_put_queue:
+        limit = mono_ms if turn > 1 else mono_ms - 1
+        polls = (limit - put.poll_start_ms) // ENQUEUE_PUT_FIRST_POLL_MS
+        if polls >= 1:  # what its step would do now (TimerEnqueuePutService.step, phase "poll")
+            last = put.poll_start_ms + polls * ENQUEUE_PUT_FIRST_POLL_MS
+            ts.commit_queue_offset = put.tmp_commit if polls == 1 else ts.curr_queue_offset
+            ts.maybe_move_write_time(ts.clock.now_ms() - (mono_ms - last), last)
+            put.poll_start_ms = last
+            put.tmp_commit = ts.curr_queue_offset
+    if get.phase == "poll" and get.idle:
+        limit = mono_ms if turn > 2 else mono_ms - 1
+        if get.at_mono_ms <= limit:
+            get.at_mono_ms += ((limit - get.at_mono_ms) // ts.poll_interval_ms + 1) * ts.poll_interval_ms

@@ -44,7 +44,7 @@ from ..probes import NO_PROBES
 from ..put_status import PutMessageResult, PutMessageStatus
 from ..service import PeriodicService
 from ..topic_config import TIMER_TOPIC
-from .dormancy import fast_forward, is_dormant
+from .dormancy import before_clock_step, fast_forward, is_dormant
 from .recovery import recover, recover_and_revise, revise_queue_offset
 from .requests import (
     DEFAULT_CAPACITY,
@@ -242,6 +242,10 @@ class TimerMessageStore:
         """Account the polls slept through while dormant, up to ``mono_ms`` (at it: the services before ``turn``;
         an observer ranked after the timer services passes ``dormancy.ALL_TURNS``)."""
         fast_forward(self, mono_ms, turn)
+
+    def before_clock_step(self, mono_ms: int, turn: int = 0) -> None:
+        """The wall clock steps next: no poll before it may later be evaluated against the stepped clock."""
+        before_clock_step(self, mono_ms, turn)
 
     # --- time ------------------------------------------------------------------------------------------------
     def format_time_ms(self, time_ms: int) -> int:
