@@ -26,6 +26,7 @@ from store.message import PROPERTY_DELAY_TIME_LEVEL, PROPERTY_TIMER_OUT_MS
 from store.probes import ProbeCollector
 from store.service import PeriodicService
 from store.subscription_group import SubscriptionGroupConfig
+from store.timer.dormancy import ALL_TURNS
 from store.topic_config import TIMER_TOPIC, TopicConfig
 from store.topics import DLQ_GROUP_TOPIC_PREFIX, RMQ_SYS_SCHEDULE_TOPIC
 
@@ -143,6 +144,7 @@ class World:
             broker.schedule_message_service.idle_skip = True
             if timer is not None:
                 timer.idle_skip = True
+                timer.dormancy = not self.shuffle_ties  # dormancy relies on the timer services' fixed order
         if timer is not None:
             timer.deliver_listeners.append(self._on_deliver)
         store = broker.message_store
@@ -170,6 +172,7 @@ class World:
             # consumerOffset.json's 5 s persist, while it would rewrite the same bytes and no crash waits at it.
             offsets, site = broker.consumer_offset_manager, "persist." + broker.consumer_offset_manager.file_name
             broker.offset_persist_service.idle_skip = True
+            broker.hold_service.idle_skip = True  # checks that wake no held pull
             broker.offset_persist_service.idle = lambda: (offsets.persist_is_noop()
                                                           and site not in self.faults.armed_crash_sites)
         self.broker = broker
@@ -291,6 +294,19 @@ class World:
                 self.scheduler.touch(owner)
                 self.scheduler.touch(owner + TIMED_SUFFIX)
 
+    def _timer_seen(self, clock_step: bool = False) -> None:
+        """Something outside the timer is about to look at it (its files, its read time) or move the wall clock
+        its dormant polls are computed from: account the polls it slept through first (store/timer/dormancy.py).
+        An observer ranked after the broker's services (network, clients) comes after the timer's turn."""
+        timer = self.broker.timer_message_store if self.broker is not None else None
+        if timer is not None and timer.dormancy:
+            rank = self.scheduler._rank
+            turn = ALL_TURNS if rank is not None and rank >= RANK_NETWORK else 0
+            if clock_step:
+                timer.before_clock_step(self.now_mono(), turn)
+            else:
+                timer.fast_forward(self.now_mono(), turn)
+
     def broker_crashed(self, crash: BrokerCrash) -> None:
         self.crash_broker("process", site=crash.site)
 
@@ -298,6 +314,7 @@ class World:
         broker = self.broker
         if broker is None:
             return
+        self._timer_seen()
         # After a power failure the copies past the flushed end of the commit log may be lost or torn.
         extra = {"commit_log_durable": broker.message_store.commit_log.get_flushed_where()} if kind == "power" else {}
         self.record("crash", target="broker", crash_kind=kind, site=site, **extra)
@@ -320,6 +337,7 @@ class World:
         broker = self.broker
         if broker is None:
             return
+        self._timer_seen()
         timer = broker.timer_message_store
         # The read time the shutdown checkpoints: a slot not finished by then is read again after the restart.
         extra = {"timer_read_ms": timer.commit_read_time_ms} if timer is not None and timer.running else {}
@@ -386,6 +404,7 @@ class World:
         elif kind == "cq_truncation":
             self._truncate_consume_queue(arg)
         elif kind == "clock_step":
+            self._timer_seen(clock_step=True)
             self.clock.step(arg)
             self.record("fault", site="clock", action="step", by_ms=arg, broker_ms=self.clock.now_ms())
             self.touch_broker()
@@ -552,6 +571,7 @@ class World:
         for consumer, _ in self.consumers.values():
             consumer.crash()
         if self.broker is not None:
+            self._timer_seen()
             try:
                 self.broker.shutdown()
             except BrokerCrash:

@@ -99,13 +99,22 @@ class ScheduleMessageService(ConfigManager):
         self.m_not_due_offset_plus_one = "not_due_offset_plus_one" in mutants
         self.m_correct_delay_offset_past_max = "correct_delay_offset_past_max" in mutants
         self.m_correct_delay_offset_to_min = "correct_delay_offset_to_min" in mutants
+        self._encoded_key: tuple | None = None  # the last encode's input and text (encode is pure in them)
+        self._encoded = ""
 
     # --- ConfigManager -------------------------------------------------------------------
     def encode(self, pretty: bool = True) -> str:
         table = {level: self.offset_table[level] for level in sorted(self.offset_table)}
+        dv = self.data_version
+        key = (pretty, self.era4, tuple(table.items()), dv.timestamp_ms, dv.counter, dv.state_version)
+        if key == self._encoded_key:  # the 10 s persist mostly writes what it wrote last time
+            return self._encoded
         if self.era4:
-            return dumps({"offsetTable": table}, pretty=pretty)
-        return dumps({"dataVersion": self.data_version.to_json("5.x"), "offsetTable": table}, pretty=pretty)
+            text = dumps({"offsetTable": table}, pretty=pretty)
+        else:
+            text = dumps({"dataVersion": dv.to_json("5.x"), "offsetTable": table}, pretty=pretty)
+        self._encoded_key, self._encoded = key, text
+        return text
 
     def decode(self, text: str) -> None:
         obj = loads(text)

@@ -160,14 +160,32 @@ class PullRequestHoldService:
     def __init__(self, processor: PullMessageProcessor, mono_ms: int) -> None:
         self.processor = processor
         self.at_mono_ms = mono_ms + HOLD_CHECK_INTERVAL_MS
+        # A driver may sleep through checks that provably wake nothing: with ``idle_skip`` the next wake-up is
+        # the first check at which a held pull has a message to read or has timed out (arrivals notify at once).
+        self.idle_skip = False
 
     def next_wakeup_ms(self) -> int | None:
-        if not self.processor.held:
+        processor = self.processor
+        if not processor.held:
             return None
-        now_mono_ms = self.processor.clock.monotonic_ms()
+        now_mono_ms = processor.clock.monotonic_ms()
         while self.at_mono_ms < now_mono_ms:  # keep the 5 s grid across idle stretches
             self.at_mono_ms += HOLD_CHECK_INTERVAL_MS
-        return self.at_mono_ms
+        if not self.idle_skip:
+            return self.at_mono_ms
+        store = processor.store
+        due_ms = None
+        for (topic, queue_id), waiting in processor.held.items():
+            max_offset = store.get_max_offset_in_queue(topic, queue_id)
+            for held in waiting:
+                if max_offset > held.request.queue_offset:
+                    return self.at_mono_ms
+                timeout_ms = held.suspend_mono_ms + BROKER_SUSPEND_MAX_TIME_MS
+                if due_ms is None or timeout_ms < due_ms:
+                    due_ms = timeout_ms
+        if due_ms <= self.at_mono_ms:
+            return self.at_mono_ms
+        return self.at_mono_ms + -(-(due_ms - self.at_mono_ms) // HOLD_CHECK_INTERVAL_MS) * HOLD_CHECK_INTERVAL_MS
 
     def step(self, mono_ms: int) -> None:
         if mono_ms < self.at_mono_ms:

@@ -20,6 +20,10 @@ before a retry is a wake-up time; processing takes no time. Everything a thread 
 happens in one step, so the crash windows are RocketMQ's own: between steps, and at the fault sites of puts.
 Where RocketMQ's code would spin forever (a slot chain that loops back, after a damaged timer log) the dequeue
 stops for good (``dequeue_stuck``) instead of hanging the driver.
+
+By job: this module is the store (its state, enqueue, dequeue, put-back, checkpoint); ``services.py`` holds the
+threads, ``requests.py`` the requests and their latches, ``recovery.py`` the recovery from the timer log, and
+``dormancy.py`` a skipping driver's closed-form idle polls.
 """
 
 from __future__ import annotations
@@ -40,24 +44,37 @@ from ..probes import NO_PROBES
 from ..put_status import PutMessageResult, PutMessageStatus
 from ..service import PeriodicService
 from ..topic_config import TIMER_TOPIC
+from .dormancy import before_clock_step, fast_forward, is_dormant
+from .recovery import recover, recover_and_revise, revise_queue_offset
+from .requests import (
+    DEFAULT_CAPACITY,
+    LONG_MAX,
+    MAGIC_DEFAULT,
+    MAGIC_DELETE,
+    MAGIC_ROLL,
+    PUT_NEED_RETRY,
+    PUT_NO_RETRY,
+    PUT_OK,
+    CountDownLatch,
+    TimerRequest,
+    build_delete_key,  # noqa: F401  (re-exported for older callers)
+    need_delete,
+    need_roll,
+)
+from .services import (
+    HOLD_MOMENT_MS,
+    TimerDequeueGetService,
+    TimerDequeuePutMessageService,
+    TimerEnqueueGetService,
+    TimerEnqueuePutService,
+    TimerFlushService,
+)
 from .timer_checkpoint import TimerCheckpoint
-from .timer_log import BLANK_MAGIC_CODE, HEAD_STRUCT, UNIT_PRE_SIZE_FOR_MSG, UNIT_SIZE, TimerLog, encode_unit
-from .timer_wheel import IGNORE, TimerWheel
+from .timer_log import UNIT_SIZE, TimerLog, encode_unit
+from .timer_wheel import TIMER_BLANK_SLOTS, TimerWheel
 
 TIMER_WHEEL_TTL_DAY = 7
 DAY_SECS = 24 * 3600
-TIMER_BLANK_SLOTS = 60
-MAGIC_DEFAULT = 1
-MAGIC_ROLL = 1 << 1
-MAGIC_DELETE = 1 << 2
-PUT_OK, PUT_NEED_RETRY, PUT_NO_RETRY = 0, 1, 2
-DEFAULT_CAPACITY = 1024
-LONG_MAX = (1 << 63) - 1
-ENQUEUE_PUT_FIRST_POLL_MS = 10  # TimerEnqueuePutService: poll(10 ms) for the first request of a batch
-ENQUEUE_PUT_NEXT_POLL_MS = 3  # ... then poll(3 ms) for each further one
-ENQUEUE_PUT_MAX_BATCH = 11  # "if (trs.size() > 10) break"
-HOLD_MOMENT_MS = 50  # holdMomentForUnknownError
-LATCH_AWAIT_MS = 1000  # checkDequeueLatch awaits in 1 s steps
 SPLIT_MIN = 100  # splitIntoLists: lists of at least 100 are split per commit-log file ...
 SPLIT_EVERY = 2000  # ... and every 2000 requests
 INITIAL, RUNNING, SHUTDOWN = 0, 1, 3
@@ -74,114 +91,6 @@ _NO_RETRY_STATUSES = {
 }
 
 DeliverListener = Callable[..., None]  # (inner, "timer", due_ms, result, slot_ms=...)
-
-
-def is_magic_ok(magic: int) -> bool:
-    return (magic | 0xF) == 0xF
-
-
-def need_roll(magic: int) -> bool:
-    return magic & MAGIC_ROLL != 0
-
-
-def need_delete(magic: int) -> bool:
-    return magic & MAGIC_DELETE != 0
-
-
-def build_delete_key(real_topic: str | None, uniq_key: str) -> str:
-    return f"{real_topic}+{uniq_key}"
-
-
-def _size_py(data: bytes, position: int) -> int:
-    """The unit's message size (a real unit's is > 0; zeros past a torn sector make it 0)."""
-    end = position + 40
-    return int.from_bytes(data[position + 36 : end], "big", signed=True) if end <= len(data) else 0
-
-
-def grid_at_or_after(base_ms: int, target_ms: int, interval_ms: int) -> int:
-    """The first poll time base + k*interval (k >= 0) at or after ``target_ms``."""
-    if target_ms <= base_ms:
-        return base_ms
-    return base_ms + -(-(target_ms - base_ms) // interval_ms) * interval_ms
-
-
-class CountDownLatch:
-    """A CountDownLatch that remembers when it opened (the waiting thread resumes at that moment)."""
-
-    __slots__ = ("count", "opened_mono_ms")
-
-    def __init__(self, count: int, mono_ms: int) -> None:
-        self.count = count
-        self.opened_mono_ms = mono_ms if count <= 0 else None
-
-    def count_down(self, mono_ms: int) -> None:
-        if self.count > 0:
-            self.count -= 1
-            if self.count == 0:
-                self.opened_mono_ms = mono_ms
-
-
-class TimerRequest:
-    """One message on its way through the pipeline (TimerRequest.java)."""
-
-    __slots__ = ("offset_py", "size_py", "delay_time_ms", "enqueue_time_ms", "magic", "msg", "latch", "released",
-                 "succ", "delete_list", "slot_ms")
-
-    def __init__(self, offset_py: int, size_py: int, delay_time_ms: int, enqueue_time_ms: int, magic: int,
-                 msg: codec.MessageExt | None = None) -> None:
-        self.offset_py = offset_py
-        self.size_py = size_py
-        self.delay_time_ms = delay_time_ms
-        self.enqueue_time_ms = enqueue_time_ms
-        self.magic = magic
-        self.msg = msg
-        self.latch: CountDownLatch | None = None
-        self.released = False
-        self.succ = False
-        self.delete_list: set[str] | None = None
-        self.slot_ms = -1  # the wheel slot it was read from (-1: due at enqueue, never in the wheel)
-
-    def idempotent_release(self, mono_ms: int, succ: bool = True) -> None:
-        """Counts the latch down once: a request put again after a batch redo never counts it again."""
-        self.succ = succ
-        if not self.released and self.latch is not None:
-            self.released = True
-            self.latch.count_down(mono_ms)
-
-
-class LatchWait:
-    """checkDequeueLatch: wait for the latch in 1 s steps; give up after two idle checks of the workers.
-
-    Returns from ``poll`` True once the wait is over (opened, or given up: a lost request cannot block forever).
-    """
-
-    def __init__(self, ts: TimerMessageStore, latch: CountDownLatch, start_mono_ms: int) -> None:
-        self.ts = ts
-        self.latch = latch
-        self.deadline_ms = start_mono_ms + LATCH_AWAIT_MS
-        self.stage = "first"  # first await, then "loop" (checks), then "final" await
-        self.check_num = 0
-
-    def wakeup_ms(self) -> int:
-        if self.latch.count == 0:
-            return self.latch.opened_mono_ms
-        return self.deadline_ms
-
-    def poll(self, mono_ms: int) -> bool:
-        while True:
-            if self.latch.count == 0:
-                return True
-            if mono_ms < self.deadline_ms:
-                return False
-            if self.stage == "final":
-                self.ts.log.warn(f"Check latch failed, gave up waiting at mono {self.deadline_ms}")
-                return True
-            self.stage = "loop"
-            if not self.ts.dequeue_workers_busy():
-                self.check_num += 1
-                if self.check_num >= 2:
-                    self.stage = "final"
-            self.deadline_ms += LATCH_AWAIT_MS
 
 
 class TimerMessageStore:
@@ -251,6 +160,9 @@ class TimerMessageStore:
         # first poll that changes something is computed even without idle_skip (literal 10 ms steps would
         # triple the steps of every faithful run). True polls every 10 ms, to show both give the same history.
         self.literal_put_polls = False
+        # A skipping driver may let the timer sleep while nothing is in flight (store/timer/dormancy.py); it must
+        # then call ``fast_forward`` before anything outside the timer looks at it (crash, shutdown, clock step).
+        self.dormancy = False
         self.enqueue_get_service: TimerEnqueueGetService | None = None
         self.enqueue_put_service: TimerEnqueuePutService | None = None
         self.dequeue_get_service: TimerDequeueGetService | None = None
@@ -277,120 +189,13 @@ class TimerMessageStore:
         return True
 
     def recover(self) -> None:
-        cp = self.timer_checkpoint
-        mfq = self.timer_log.mfq
-        last_flush_pos = cp.last_timer_log_flush_pos
-        last_file = mfq.get_last_mapped_file()
-        if last_file is not None:
-            last_flush_pos -= last_file.file_size
-        last_flush_pos = max(last_flush_pos, 0)
-        process_offset = self.recover_and_revise(last_flush_pos, True)
-        mfq.flushed_where = process_offset
-        queue_offset = self.revise_queue_offset(process_offset)
-        self.curr_queue_offset = cp.last_timer_queue_offset if queue_offset == -1 else queue_offset + 1
-        self.curr_queue_offset = min(self.curr_queue_offset, cp.master_timer_queue_offset)
-        cq = self.store.get_consume_queue(TIMER_TOPIC, 0)
-        if cq is not None and not self.m_no_queue_offset_clamp:  # 5.3.2+ (#7480)
-            if not cq.get_min_offset_in_queue() <= self.curr_queue_offset <= cq.get_max_offset_in_queue():
-                self.probes.probe("timer.queue_offset_clamped")
-            if self.curr_queue_offset < cq.get_min_offset_in_queue():
-                self.log.warn(f"Timer currQueueOffset:{self.curr_queue_offset} is smaller than minOffsetInQueue:"
-                         f"{cq.get_min_offset_in_queue()}")
-                self.curr_queue_offset = cq.get_min_offset_in_queue()
-            elif self.curr_queue_offset > cq.get_max_offset_in_queue():
-                self.log.warn(f"Timer currQueueOffset:{self.curr_queue_offset} is larger than maxOffsetInQueue:"
-                         f"{cq.get_max_offset_in_queue()}")
-                self.curr_queue_offset = cq.get_max_offset_in_queue()
-        p = self.precision_ms
-        self.curr_read_time_ms = cp.last_read_time_ms
-        horizon_ms = self.format_time_ms(self.clock.now_ms()) - self.slots_total * p + TIMER_BLANK_SLOTS * p
-        if self.curr_read_time_ms < horizon_ms:
-            self.curr_read_time_ms = horizon_ms  # slots older than ~7 days are never dequeued
-        min_first = self.timer_wheel.check_phy_pos(self.curr_read_time_ms, process_offset)
-        if min_first < process_offset:
-            self.log.warn(f"Timer recheck because of minFirst:{min_first} processOffset:{process_offset}")
-            self.recover_and_revise(min_first, False)
-        self.log(f"Timer recover ok currReadTimerMs:{self.curr_read_time_ms} currQueueOffset:"
-                 f"{self.curr_queue_offset} checkQueueOffset:{cp.last_timer_queue_offset} "
-                 f"processOffset:{process_offset}")
-        self.commit_read_time_ms = self.curr_read_time_ms
-        self.commit_queue_offset = self.curr_queue_offset
-        self.prepare_timer_check_point()
+        recover(self)
 
     def recover_and_revise(self, begin_offset: int, check_timer_log: bool) -> int:
-        """Relink wheel slots from the timer-log units found from ``begin_offset``'s file on; the end found.
-
-        With ``check_timer_log`` whole files are scanned, the first invalid unit ends the log and the log is
-        truncated there; without it only up to each file's read position.
-        """
-        files = self.timer_log.mfq.mapped_files
-        if not files:
-            return 0
-        index = len(files) - 1
-        while index >= 0 and begin_offset < files[index].file_from_offset:
-            index -= 1
-        index = max(index, 0)
-        check_offset = files[index].file_from_offset
-        wheel = self.timer_wheel
-        while index < len(files):
-            mf = files[index]
-            data = mf.handle.read(0, mf.file_size if check_timer_log else mf.wrote_position)
-            position = 0
-            stop = False
-            while position < len(data):
-                if position + 16 > len(data):  # a short read is Java's BufferUnderflowException
-                    stop = True
-                    break
-                size, _prev, magic = HEAD_STRUCT.unpack_from(data, position)
-                if magic == BLANK_MAGIC_CODE:
-                    break
-                if check_timer_log and (not is_magic_ok(magic) or size != UNIT_SIZE):
-                    stop = True
-                    break
-                if position + 28 > len(data):
-                    stop = True
-                    break
-                write_time = int.from_bytes(data[position + 16 : position + 24], "big", signed=True)
-                delay = int.from_bytes(data[position + 24 : position + 28], "big", signed=True)
-                if size == UNIT_SIZE and is_magic_ok(magic):
-                    wheel.revise_slot(write_time + delay, IGNORE, mf.file_from_offset + position, True)
-                    if self.torn_unit_listeners and _size_py(data, position) <= 0:
-                        for listener in self.torn_unit_listeners:
-                            listener(self.format_time_ms(write_time + delay), mf.file_from_offset + position)
-                position += UNIT_SIZE
-            check_offset = mf.file_from_offset + position
-            if stop:
-                break
-            index += 1
-        if check_timer_log:
-            self.timer_log.mfq.truncate_dirty_files(check_offset)
-        return check_offset
+        return recover_and_revise(self, begin_offset, check_timer_log)
 
     def revise_queue_offset(self, process_offset: int) -> int:
-        """The timer topic's queue offset of the message behind the last timer-log unit (-1: unknown)."""
-        raw = self.timer_log.read(process_offset - (UNIT_SIZE - UNIT_PRE_SIZE_FOR_MSG), 12)
-        if raw is None or len(raw) < 12:
-            return -1
-        offset_py = int.from_bytes(raw[0:8], "big", signed=True)
-        size_py = int.from_bytes(raw[8:12], "big", signed=True)
-        msg = self.get_message_by_commit_offset(offset_py, size_py)
-        if msg is None:
-            return -1
-        msg_queue_offset = msg.queue_offset
-        cq = self.store.get_consume_queue(TIMER_TOPIC, msg.queue_id)
-        if cq is None:
-            return msg_queue_offset
-        cq_offset = tmp = msg_queue_offset
-        for _ in range(20000):
-            if tmp < 0:
-                self.log.warn(f"reviseQueueOffset check cq offset fail, msg in cq is not found.{offset_py}, {size_py}")
-                break
-            unit = cq.get_unit(tmp)
-            if unit is not None and unit[0] == offset_py and unit[1] == size_py:
-                cq_offset = tmp
-                break
-            tmp -= 1
-        return cq_offset
+        return revise_queue_offset(self, process_offset)
 
     # --- lifecycle -------------------------------------------------------------------------------------------
     def start(self, mono_ms: int) -> None:
@@ -400,8 +205,7 @@ class TimerMessageStore:
         self.dequeue_get_service = TimerDequeueGetService(self, mono_ms)
         self.dequeue_put_message_service = TimerDequeuePutMessageService(
             self, max(self.config.timer_put_message_thread_num, 1))
-        self.flush_service = PeriodicService("timer-flush", self.flush_round, self.config.timer_flush_interval_ms,
-                                             0, mono_ms)
+        self.flush_service = TimerFlushService(self, mono_ms)
         self.state = RUNNING
         self.running = True
 
@@ -428,6 +232,19 @@ class TimerMessageStore:
         self.dequeue_get_queue.clear()
         self.dequeue_put_queue.clear()
         self.timer_log.flush(0)
+
+    # --- dormancy (store/timer/dormancy.py) ---------------------------------------------------------------------
+    def dormant(self) -> bool:
+        return is_dormant(self)
+
+    def fast_forward(self, mono_ms: int, turn: int = 0) -> None:
+        """Account the polls slept through while dormant, up to ``mono_ms`` (at it: the services before ``turn``;
+        an observer ranked after the timer services passes ``dormancy.ALL_TURNS``)."""
+        fast_forward(self, mono_ms, turn)
+
+    def before_clock_step(self, mono_ms: int, turn: int = 0) -> None:
+        """The wall clock steps next: no poll before it may later be evaluated against the stepped clock."""
+        before_clock_step(self, mono_ms, turn)
 
     # --- time ------------------------------------------------------------------------------------------------
     def format_time_ms(self, time_ms: int) -> int:
@@ -750,396 +567,3 @@ class TimerMessageStore:
     def get_enqueue_behind_messages(self) -> int:
         cq = self.store.get_consume_queue(TIMER_TOPIC, 0)
         return (cq.get_max_offset_in_queue() if cq else 0) - self.curr_queue_offset
-
-
-
-
-# --- the services ----------------------------------------------------------------------------------------------
-class TimerEnqueueGetService:
-    """Reads the timer topic's consume queue into the enqueue put queue; polls every 100 ms when idle."""
-
-    name = "timer-enqueue-get"
-    INDEX = 0
-
-    def __init__(self, ts: TimerMessageStore, mono_ms: int) -> None:
-        self.ts = ts
-        self.at_mono_ms = mono_ms
-        self.idle = False  # the last round found nothing: waiting out the poll interval
-        self.blocked = False  # the put queue is full: waiting for room
-
-    def next_wakeup_ms(self) -> int | None:
-        ts = self.ts
-        if not ts.running:
-            return None
-        if self.blocked:
-            return ts.clock.monotonic_ms() if len(ts.enqueue_put_queue) < DEFAULT_CAPACITY else None
-        if not self.idle or not ts.idle_skip:
-            return self.at_mono_ms
-        if not ts.enqueue_can_progress():
-            return None
-        # New units come from sends and roll re-puts, both after this service's turn in their millisecond;
-        # dispatched at once, or by the next millisecond's reput (which runs before this service).
-        changed_ms = max(ts.last_timer_topic_put_mono_ms + 1, 0)
-        return grid_at_or_after(self.at_mono_ms, changed_ms, ts.poll_interval_ms)
-
-    def step(self, mono_ms: int) -> None:
-        ts = self.ts
-        ts.note_turn(mono_ms, self.INDEX)
-        if not ts.running or mono_ms < self.at_mono_ms:
-            return
-        if self.blocked and len(ts.enqueue_put_queue) >= DEFAULT_CAPACITY:
-            return
-        self.blocked = self.idle = False
-        while True:
-            answer = ts.enqueue(0)
-            if answer == "true":
-                continue
-            if answer == "blocked":
-                self.blocked = True
-                self.at_mono_ms = mono_ms
-            elif answer == "error":
-                self.at_mono_ms = mono_ms + HOLD_MOMENT_MS + ts.poll_interval_ms
-            else:
-                self.idle = True
-                self.at_mono_ms = mono_ms + ts.poll_interval_ms
-            return
-
-
-class TimerEnqueuePutService:
-    """Batches requests into the timer log (or straight to the put side when already due).
-
-    Phases: "poll" (waiting up to 10 ms for a first request), "collect" (3 ms for each further one, up to 11),
-    "put" (handing the batch over), "latch" (waiting for every request of the batch), "redo" (50 ms before
-    the whole batch is put again after a failure).
-    """
-
-    name = "timer-enqueue-put"
-    INDEX = 1
-
-    def __init__(self, ts: TimerMessageStore, mono_ms: int) -> None:
-        self.ts = ts
-        self.phase = "poll"
-        self.poll_start_ms = mono_ms
-        self.tmp_commit = ts.curr_queue_offset  # read before polling, committed if the poll comes back empty
-        self.batch: list[TimerRequest] = []
-        self.last_take_ms = 0
-        self.put_index = 0
-        self.latch_wait: LatchWait | None = None
-        self.redo_at_ms = 0
-
-    def next_wakeup_ms(self) -> int | None:
-        ts = self.ts
-        if not ts.running:
-            return None
-        phase = self.phase
-        if phase == "poll":
-            if ts.enqueue_put_queue:
-                return ts.clock.monotonic_ms()
-            first = self.poll_start_ms + ENQUEUE_PUT_FIRST_POLL_MS
-            if ts.literal_put_polls and not ts.idle_skip:
-                return first
-            # The first empty poll that changes something: a new queue offset to commit, or a new write time.
-            now_mono = ts.clock.monotonic_ms()
-            if ts.commit_queue_offset == self.tmp_commit == ts.curr_queue_offset:
-                now_mono += max(0, ts.curr_write_time_ms + ts.precision_ms - ts.clock.now_ms())
-            if now_mono <= first:
-                return first
-            return first + -(-(now_mono - first) // ENQUEUE_PUT_FIRST_POLL_MS) * ENQUEUE_PUT_FIRST_POLL_MS
-        if phase == "collect":
-            if ts.enqueue_put_queue or len(self.batch) >= ENQUEUE_PUT_MAX_BATCH:
-                return ts.clock.monotonic_ms()
-            return self.last_take_ms + ENQUEUE_PUT_NEXT_POLL_MS
-        if phase == "put":
-            return ts.clock.monotonic_ms() if len(ts.dequeue_put_queue) < DEFAULT_CAPACITY else None
-        if phase == "latch":
-            return self.latch_wait.wakeup_ms()
-        return self.redo_at_ms
-
-    def step(self, mono_ms: int) -> None:
-        ts = self.ts
-        ts.note_turn(mono_ms, self.INDEX)
-        if not ts.running:
-            return
-        while True:
-            phase = self.phase
-            if phase == "poll":
-                if ts.enqueue_put_queue:
-                    self.batch = [ts.enqueue_put_queue.popleft()]
-                    self.last_take_ms = mono_ms
-                    self.phase = "collect"
-                    continue
-                polls = (mono_ms - self.poll_start_ms) // ENQUEUE_PUT_FIRST_POLL_MS
-                if polls < 1:
-                    return
-                last_poll_ms = self.poll_start_ms + polls * ENQUEUE_PUT_FIRST_POLL_MS
-                ts.commit_queue_offset = self.tmp_commit if polls == 1 else ts.curr_queue_offset
-                ts.maybe_move_write_time(ts.clock.now_ms() - (mono_ms - last_poll_ms), last_poll_ms)
-                self.poll_start_ms = last_poll_ms
-                self.tmp_commit = ts.curr_queue_offset
-            elif phase == "collect":
-                queue = ts.enqueue_put_queue
-                while queue and len(self.batch) < ENQUEUE_PUT_MAX_BATCH:
-                    self.batch.append(queue.popleft())
-                    self.last_take_ms = mono_ms
-                if len(self.batch) < ENQUEUE_PUT_MAX_BATCH and mono_ms < self.last_take_ms + ENQUEUE_PUT_NEXT_POLL_MS:
-                    return
-                self._start_batch(mono_ms)
-            elif phase == "put":
-                while self.put_index < len(self.batch):
-                    req = self.batch[self.put_index]
-                    if len(ts.dequeue_put_queue) >= DEFAULT_CAPACITY and req.delay_time_ms < ts.curr_write_time_ms:
-                        return  # put() blocks until the put side makes room
-                    ts.put_message_to_timer_wheel(req, mono_ms)
-                    self.put_index += 1
-                self.latch_wait = LatchWait(ts, self.batch[0].latch, mono_ms)
-                self.phase = "latch"
-            elif phase == "latch":
-                if not self.latch_wait.poll(mono_ms):
-                    return
-                if all(req.succ for req in self.batch):
-                    ts.commit_queue_offset = self.batch[-1].msg.queue_offset
-                    ts.maybe_move_write_time(ts.clock.now_ms(), mono_ms)
-                    self.batch = []
-                    self.phase = "poll"
-                    self.poll_start_ms = mono_ms
-                    self.tmp_commit = ts.curr_queue_offset
-                else:
-                    self.redo_at_ms = mono_ms + HOLD_MOMENT_MS
-                    self.phase = "redo"
-            else:  # redo: the whole batch again (units already written are written twice, #6984)
-                if mono_ms < self.redo_at_ms:
-                    return
-                ts.log.warn(f"Timer enqueue batch of {len(self.batch)} redone after a failure")
-                self._start_batch(mono_ms)
-
-    def _start_batch(self, mono_ms: int) -> None:
-        latch = CountDownLatch(len(self.batch), mono_ms)
-        for req in self.batch:
-            req.latch = latch
-        self.put_index = 0
-        self.phase = "put"
-
-
-class TimerDequeueGetService:
-    """Walks the wheel at the read time; a slot is done (read time moved) only after all its puts finished."""
-
-    name = "timer-dequeue-get"
-    INDEX = 2
-
-    def __init__(self, ts: TimerMessageStore, mono_ms: int) -> None:
-        self.ts = ts
-        self.at_mono_ms = mono_ms
-        self.idle = False
-        self.phase = "poll"  # or "delete" / "normal": waiting for the slot's delete markers / messages
-        self.latch_wait: LatchWait | None = None
-        self.normal: list[TimerRequest] = []
-
-    def next_wakeup_ms(self) -> int | None:
-        ts = self.ts
-        if not ts.running or ts.dequeue_stuck:
-            return None
-        if self.phase != "poll":
-            return self.latch_wait.wakeup_ms()
-        if not self.idle or not ts.idle_skip:
-            return self.at_mono_ms
-        if ts.read_caught_up():
-            return None  # the enqueue put service moves the write time, and the driver asks again then
-        changed_ms = ts.write_time_passed_mono_ms + (1 if ts.write_time_passed_after_dequeue_turn else 0)
-        return grid_at_or_after(self.at_mono_ms, changed_ms, ts.poll_interval_ms)
-
-    def step(self, mono_ms: int) -> None:
-        ts = self.ts
-        ts.note_turn(mono_ms, self.INDEX)
-        if not ts.running or ts.dequeue_stuck:
-            return
-        if self.phase == "poll" and mono_ms < self.at_mono_ms:
-            return
-        self.idle = False
-        while True:
-            if self.phase == "delete":
-                if not self.latch_wait.poll(mono_ms):
-                    return
-                self.latch_wait = LatchWait(ts, ts.dispatch(self.normal, mono_ms), mono_ms)
-                self.normal = []
-                self.phase = "normal"
-                continue
-            if self.phase == "normal":
-                if not self.latch_wait.poll(mono_ms):
-                    return
-                self.phase = "poll"
-                self.latch_wait = None
-                if not ts.m_read_time_early:
-                    ts.move_read_time()
-                continue
-            if not ts.should_running_dequeue or ts.read_caught_up():
-                self.idle = True
-                self.at_mono_ms = mono_ms + ts.poll_interval_ms
-                return
-            lists = ts.read_slot()
-            if ts.dequeue_stuck:
-                return
-            if lists is None:
-                self._skip_empty_slots()
-                continue
-            deletes, self.normal = lists
-            if ts.m_read_time_early:
-                ts.move_read_time()  # the mutant: the slot counts as done before its puts have finished
-            self.latch_wait = LatchWait(ts, ts.dispatch(deletes, mono_ms), mono_ms)
-            self.phase = "delete"
-
-    def _skip_empty_slots(self) -> None:
-        """moveReadTime over a run of empty slots at once (RocketMQ loops through them without waiting)."""
-        ts = self.ts
-        p = ts.precision_ms
-        read, write = ts.curr_read_time_ms, ts.curr_write_time_ms
-        target = ts.timer_wheel.next_used_time_ms(read + p, write)
-        if target is None:
-            target = write
-        steps = max(1, -(-(target - read) // p))
-        ts.curr_read_time_ms = read + steps * p
-        ts.commit_read_time_ms = ts.curr_read_time_ms
-
-
-class _PutWorker:
-    __slots__ = ("req", "inner", "retry_count", "wake_at_ms", "converted")
-
-    def __init__(self) -> None:
-        self.req: TimerRequest | None = None
-        self.inner: codec.MessageExt | None = None
-        self.retry_count = 0
-        self.wake_at_ms = 0
-        self.converted = False
-
-
-class TimerDequeuePutMessageService:
-    """The dequeue workers: TimerDequeueGetMessageService (read each request's message) and
-    TimerDequeuePutMessageService x ``timerPutMessageThreadNum`` (put it back; sleep before a retry).
-
-    Reading and putting take no time, so one worker keeps draining the queue; the other put workers matter
-    while a worker sleeps (500 ms x precision / 1 s before a retry, 50 ms after an unknown error)."""
-
-    name = "timer-dequeue-workers"
-    INDEX = 3
-
-    def __init__(self, ts: TimerMessageStore, workers: int) -> None:
-        self.ts = ts
-        self.workers = [_PutWorker() for _ in range(workers)]
-        self.busy = 0  # put workers holding a request (sleeping before a retry)
-        self.get_index = 0  # position in the head list (a get worker blocked on a full put queue resumes there)
-
-    def next_wakeup_ms(self) -> int | None:
-        ts = self.ts
-        if not ts.running:
-            return None
-        if ts.dequeue_put_queue and self.busy < len(self.workers):
-            return ts.clock.monotonic_ms()
-        if ts.dequeue_get_queue and len(ts.dequeue_put_queue) < DEFAULT_CAPACITY:
-            return ts.clock.monotonic_ms()
-        if self.busy:
-            return min(w.wake_at_ms for w in self.workers if w.req is not None)
-        return None
-
-    def step(self, mono_ms: int) -> None:
-        ts = self.ts
-        ts.note_turn(mono_ms, self.INDEX)
-        if not ts.running:
-            return
-        for worker in self.workers:
-            if worker.req is not None and worker.wake_at_ms <= mono_ms:
-                self._run(worker, mono_ms)
-        while True:
-            self._take_puts(mono_ms)
-            if not ts.dequeue_get_queue or len(ts.dequeue_put_queue) >= DEFAULT_CAPACITY:
-                return
-            self._get_messages(mono_ms)
-
-    # --- TimerDequeueGetMessageService ------------------------------------------------------------------------
-    def _get_messages(self, mono_ms: int) -> None:
-        """Read the messages of the queued lists; unreadable ones are dropped, recalled ones too."""
-        ts = self.ts
-        while ts.dequeue_get_queue:
-            lst = ts.dequeue_get_queue[0]
-            while self.get_index < len(lst):
-                tr = lst[self.get_index]
-                msg = ts.get_message_by_commit_offset(tr.offset_py, tr.size_py)
-                if msg is None:
-                    ts.probes.probe("timer.get_msg_miss")
-                    ts.log.warn(f"dequeue_get_msg_miss: offsetPy {tr.offset_py} sizePy {tr.size_py}; dropped")
-                    tr.idempotent_release(mono_ms)
-                elif need_delete(tr.magic) and not need_roll(tr.magic):
-                    key = msg.properties.get(codec.PROPERTY_TIMER_DEL_UNIQKEY)
-                    if key is not None and tr.delete_list is not None:
-                        tr.delete_list.add(key)
-                    tr.idempotent_release(mono_ms)
-                else:
-                    uniq = msg.properties.get(codec.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
-                    real_topic = msg.properties.get(codec.PROPERTY_REAL_TOPIC)
-                    if uniq is not None and tr.delete_list and build_delete_key(real_topic, uniq) in tr.delete_list:
-                        tr.idempotent_release(mono_ms)  # recalled by a delete marker of the same slot
-                    else:
-                        if len(ts.dequeue_put_queue) >= DEFAULT_CAPACITY:
-                            return  # offer() waits for room
-                        tr.msg = msg
-                        ts.dequeue_put_queue.append(tr)
-                self.get_index += 1
-            ts.dequeue_get_queue.popleft()
-            self.get_index = 0
-
-    # --- TimerDequeuePutMessageService ------------------------------------------------------------------------
-    def _take_puts(self, mono_ms: int) -> None:
-        ts = self.ts
-        while ts.dequeue_put_queue and self.busy < len(self.workers):
-            worker = next(w for w in self.workers if w.req is None)
-            worker.req = ts.dequeue_put_queue.popleft()
-            worker.inner = None
-            worker.converted = False
-            worker.retry_count = 0
-            self.busy += 1
-            self._run(worker, mono_ms)
-
-    def _run(self, w: _PutWorker, mono_ms: int) -> None:
-        ts, tr = self.ts, w.req
-        roll = need_roll(tr.magic)
-        if not w.converted:
-            msg_ext = tr.msg
-            if tr.enqueue_time_ms == LONG_MAX:
-                msg_ext.properties[codec.PROPERTY_TIMER_ENQUEUE_MS] = str(LONG_MAX)  # never enqueued, mark it
-            try:
-                w.inner = ts.convert(msg_ext, tr.enqueue_time_ms, roll)
-            except ValueError as error:
-                ts.probes.probe("timer.unknown_error")
-                ts.log.warn(f"Unknown error while converting a due timer message: {error}", error)
-                if ts.config.timer_skip_unknown_error:
-                    self._done(w, mono_ms)
-                else:
-                    w.wake_at_ms = mono_ms + HOLD_MOMENT_MS
-                return
-            w.converted = True
-        while True:
-            code, result, held_ms = ts.do_put(w.inner, roll)
-            if result is not None and not roll:
-                ts.delivered(w.inner, result, tr.slot_ms)
-            if code == PUT_OK:
-                break
-            if code == PUT_NO_RETRY:
-                ts.probes.probe("timer.put_no_retry")
-                ts.log.warn(f"Skipping message due to unrecoverable error ({result.status if result else 'delete'}). "
-                       f"Msg: {w.inner.uniq_key}")
-                break
-            w.retry_count += 1
-            ts.probes.probe("timer.put_retry")
-            if ts.m_drop_after_first_failure or (
-                    (ts.m_drop_after_3_retries or not ts.config.timer_enable_retry_until_success)
-                    and w.retry_count >= 3):
-                ts.probes.probe("timer.put_gave_up")
-                ts.log.error(f"Message processing failed after {w.retry_count} retries. Msg: {w.inner.uniq_key}")
-                break
-            w.wake_at_ms = mono_ms + held_ms + ts.retry_sleep_ms
-            return
-        self._done(w, mono_ms)
-
-    def _done(self, w: _PutWorker, mono_ms: int) -> None:
-        w.req.idempotent_release(mono_ms)
-        w.req = w.inner = None
-        w.converted = False
-        self.busy -= 1

@@ -10,6 +10,7 @@ Layout of one slot (big-endian): long time / precision | long firstPos | long la
 from __future__ import annotations
 
 import heapq
+import mmap
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from ..mapped_file import StoreLoadError
 
 TIMER_WHEEL_FILE = "timerwheel"
 SLOT_SIZE = 32
+TIMER_BLANK_SLOTS = 60  # slots kept clear between the read time and the far end of the wheel
 BLANK = -1
 IGNORE = -2
 SLOT_STRUCT = struct.Struct(">qqqii")
@@ -88,7 +90,11 @@ class TimerWheel:
                 disk.delete(path)
         existed = disk.exists(path)
         self.handle = disk.open(path, create_size=None if existed else self.wheel_length)
-        self.buf = bytearray(self.handle.read(0, self.wheel_length))
+        # The in-memory copy: anonymous memory is zero pages until written, so a fresh 7-day wheel (38 MiB at 1 s)
+        # costs what its used slots touch, not a 38 MiB allocation and copy at every broker start.
+        self.buf = mmap.mmap(-1, self.wheel_length)
+        if existed:
+            self._load_nonzero(self.handle.read(0, self.wheel_length))
         self._dirty: set[int] = set()  # slot indices changed since the last flush
         # Acceleration only (not RocketMQ state): the slot times (precision units) ever written, as a heap, so
         # the dequeue can jump over a run of empty slots instead of testing them one by one.
@@ -113,6 +119,9 @@ class TimerWheel:
         if units * self.precision_ms != time_ms // self.precision_ms * self.precision_ms:
             return EMPTY_SLOT
         return Slot(units * self.precision_ms, first, last, num, magic)
+
+    def has_dirty_slots(self) -> bool:
+        return bool(self._dirty)
 
     def get_num(self, time_ms: int) -> int:
         return self.get_slot(time_ms).num
@@ -217,6 +226,15 @@ class TimerWheel:
 
     def _used_indices(self) -> list[int]:
         return sorted(self._used)
+
+    def _load_nonzero(self, raw: bytes) -> None:
+        """Copy the file into the buffer, chunk by chunk, leaving the (still zero) pages of empty chunks alone."""
+        view, buf = memoryview(raw), self.buf
+        zero_chunk = bytes(_SCAN_CHUNK)
+        for chunk in range(0, len(raw), _SCAN_CHUNK):
+            piece = view[chunk : chunk + _SCAN_CHUNK]
+            if piece != zero_chunk[: len(piece)]:
+                buf[chunk : chunk + len(piece)] = piece
 
     def _index_used_slots(self) -> None:
         """At load: note every slot with a non-zero byte (a zero slot can never match a real time)."""

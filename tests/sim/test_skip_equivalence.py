@@ -1,8 +1,10 @@
 """Skipping provably idle work gives the identical history: every built-in and a fault-heavy sample.
 
-A skipping run (the default) sleeps through idle polls, flush rounds that would change nothing and,
-without a planned power failure, the kernel's writeback; a faithful run (``faithful_polling``) steps
-every poll and round. Both must record the same history, byte for byte.
+A skipping run (the default) sleeps through idle polls, flush rounds that would change nothing, a dormant
+timer's clockwork (store/timer/dormancy.py) and, without a planned power failure, the kernel's writeback; a
+faithful run (``faithful_polling``) steps every poll and round. Both must record the same history, byte for
+byte, and leave the timer's files (checkpoint, wheel, timer log) identical whenever a crash, a shutdown or
+the end of the run can see them.
 """
 
 from __future__ import annotations
@@ -12,6 +14,9 @@ import pytest
 from scenarios.catalogue import builtin_names, load_builtin
 from scenarios.scenario import load_scenario_text
 from sim.run import run_scenario
+from sim.world import World
+
+TIMER_FILES = ("config/timercheck", "timerwheel", "timerlog/")
 
 FAULT_HEAVY = """
 name = "fault-heavy"
@@ -48,16 +53,99 @@ clock_steps = [{ at = "50s", by = "-20s" }]
 """
 
 
-def _same_history(scenario, seed=None, era=None):
-    skipping = run_scenario(scenario, seed, era=era)
-    faithful = run_scenario(scenario, seed, era=era, faithful_polling=True)
+TIMER_FAULT_HEAVY = """
+name = "timer-fault-heavy"
+seed = 7
+duration = "2m"
+drain = "6m"
+[broker]
+flush_disk_type = "ASYNC_FLUSH"
+timer_precision = "PRECISION"
+timer_roll_window_slot = 40
+[[topic]]
+name = "T"
+queues = 2
+[[producer]]
+topic = "T"
+messages = 40
+rate = "20/m"
+timer_delay = "7s"
+[[producer]]
+topic = "T"
+messages = 12
+rate = "6/m"
+timer_delay = "150s"
+[[consumer]]
+group = "G"
+topic = "T"
+instances = 2
+fail_probability = 0.1
+[faults]
+process_crashes = 1
+power_failures = 1
+graceful_restarts = 1
+clock_steps = [{ at = "45s", by = "25s" }, { at = "100s", by = "-40s" }, { at = "200s", by = "-3s" }, { at = "260s", by = "90s" }]
+"""
+
+
+def _timer_files(disk) -> dict:
+    """The timer's files as the page cache and the platter hold them."""
+    return {path: (bytes(f.data), bytes(f.durable)) for path, f in sorted(disk._files.items())
+            if path.startswith(TIMER_FILES)}
+
+
+def _run_seen(monkeypatch, scenario, seed, era, faithful):
+    """A run, with the timer's files as every crash and shutdown found them (after it looked: a crash's own
+    power failure included) and as the run left them."""
+    seen = []
+    crash, stop = World.crash_broker, World.stop_broker
+
+    def crash_broker(world, *args, **kwargs):
+        crash(world, *args, **kwargs)
+        seen.append((world.now_mono(), _timer_files(world.disk)))
+
+    def stop_broker(world, *args, **kwargs):
+        stop(world, *args, **kwargs)
+        seen.append((world.now_mono(), _timer_files(world.disk)))
+
+    monkeypatch.setattr(World, "crash_broker", crash_broker)
+    monkeypatch.setattr(World, "stop_broker", stop_broker)
+    result = run_scenario(scenario, seed, era=era, faithful_polling=faithful)
+    monkeypatch.undo()
+    return result, seen + [("end", _timer_files(result.world.disk))]
+
+
+def _same_history(scenario, seed=None, era=None, monkeypatch=None):
+    if monkeypatch is None:
+        skipping = run_scenario(scenario, seed, era=era)
+        faithful = run_scenario(scenario, seed, era=era, faithful_polling=True)
+    else:
+        skipping, skipping_seen = _run_seen(monkeypatch, scenario, seed, era, False)
+        faithful, faithful_seen = _run_seen(monkeypatch, scenario, seed, era, True)
+        assert [t for t, _ in skipping_seen] == [t for t, _ in faithful_seen]
+        for (at, files), (_, expected) in zip(skipping_seen, faithful_seen, strict=True):
+            assert files == expected, f"the timer's files differ at {at}"
     assert skipping.history.to_jsonl() == faithful.history.to_jsonl()
     return skipping, faithful
 
 
+@pytest.mark.parametrize(("precision", "seed"), [("1s", 0), ("1s", 3), ("300ms", 1)])
+def test_timer_fault_heavy_sample_dormancy_equals_faithful(precision, seed, monkeypatch):
+    """Timer messages (rolled ones too) with crashes, a power failure, a graceful restart and clock steps both
+    ways, some while the timer is dormant with slots still ahead: the trap of computing skipped polls. 300 ms
+    precision: grids that do not repeat every flush round (no closed-form shortcut), and a clock step that finds
+    the timer awake with lazily skipped polls behind it (seed 1)."""
+    scenario = load_scenario_text(TIMER_FAULT_HEAVY.replace("PRECISION", precision), "timer-fault-heavy")
+    skipping, faithful = _same_history(scenario, seed, monkeypatch=monkeypatch)
+    kinds = {e["kind"] for e in skipping.history.events}
+    assert {"crash", "restart", "fault", "deliver"} <= kinds
+    assert sum(e["kind"] == "deliver" and e["level"] == "timer" for e in skipping.history.events) > 0
+    assert skipping.world.scheduler.steps < faithful.world.scheduler.steps
+
+
 @pytest.mark.parametrize("seed", [7, 8])
-def test_fault_heavy_sample_skipping_equals_faithful(seed):
-    skipping, faithful = _same_history(load_scenario_text(FAULT_HEAVY, "fault-heavy"), seed)
+def test_fault_heavy_sample_skipping_equals_faithful(seed, monkeypatch):
+    skipping, faithful = _same_history(load_scenario_text(FAULT_HEAVY, "fault-heavy"), seed, monkeypatch=monkeypatch)
     kinds = {e["kind"] for e in skipping.history.events}
     assert {"crash", "restart", "fault"} <= kinds  # the faults did happen
     assert skipping.world.scheduler.steps < faithful.world.scheduler.steps
@@ -65,8 +153,8 @@ def test_fault_heavy_sample_skipping_equals_faithful(seed):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", builtin_names())
-def test_every_builtin_skipping_equals_faithful(name):
-    _same_history(load_builtin(name))
+def test_every_builtin_skipping_equals_faithful(name, monkeypatch):
+    _same_history(load_builtin(name), monkeypatch=monkeypatch)
 
 
 @pytest.mark.slow
