@@ -53,10 +53,11 @@ class SimNetwork:
         self.broker_name = world.broker_config.broker_name
 
     def _broker(self):
-        broker = self.world.broker
+        host = self.world.brokers
+        broker = host.broker
         if broker is None:
-            raise RemotingError("connect to broker-a failed: the broker is down", fault_site=self.world.down_site)
-        self.world.on_client_request()
+            raise RemotingError("connect to broker-a failed: the broker is down", fault_site=host.down_site)
+        host.on_client_request()
         self.world.sync_broker_mono()
         return broker
 
@@ -68,7 +69,7 @@ class SimNetwork:
         try:
             return fn(broker)
         except BrokerCrash as crash:
-            self.world.broker_crashed(crash)
+            self.world.brokers.crashed(crash)
             raise RemotingError(f"connection closed: {crash}", fault_site=crash.site) from None
 
     # --- asynchronous pull ---------------------------------------------------------------------------
