@@ -4,6 +4,14 @@ The schema is declared in ``model/history.py`` and checked on every record (``si
 module decides *when* and *from what* an event is recorded: the broker's listeners (``on_*``), the
 clients' events, and the world's own events (faults, crashes, restarts, sends). Nothing else in
 ``sim/`` appends to the history.
+
+Causes before effects. A client's request (a producer's ``send``, a consumer's ``send_back``) and a
+due message's ``deliver`` are answered before the sim knows their outcome, while what they cause (the
+``store`` of a copy, a ``dlq``, an injected ``fault`` and the ``log`` lines it explains) is recorded
+during the call. So the cause is recorded where the request reached the broker: the network opens a
+mark for its client when the request leaves (``open_request``), and the cause event, once answered, is
+inserted at that mark (``record_cause``); a ``deliver`` goes just before the ``store`` its put made.
+Everything stays within one scheduler step (one virtual millisecond); marks never outlive it.
 """
 
 from __future__ import annotations
@@ -29,9 +37,30 @@ class HistoryRecorder:
         self.faults = None  # set by the world once its SimFaults exists (they record through this recorder)
         self.due_of: dict[str, int] = {}  # msg_id -> due time of its scheduled copy (the send event's deliver_ms)
         self._schedule = None  # the current broker's ScheduleMessageService (its delay table gives due_ms)
+        self._marks: dict[str, int] = {}  # client owner -> where its request in flight reached the broker
+        self._last_store: tuple[str, int] | None = None  # (msg_id, position) of the latest store event
 
     def record(self, kind: str, **fields) -> dict:
         return self.history.record(self.now_mono(), kind, **fields)
+
+    # --- causes before effects ---------------------------------------------------------------------------
+    def open_request(self, owner: str) -> None:
+        """``owner``'s request leaves for the broker: its cause event, recorded later, goes here. A request
+        retried within the same operation (a producer's retries) keeps the first mark."""
+        if owner not in self._marks:
+            self._marks[owner] = len(self.history.events)
+
+    def record_cause(self, owner: str, kind: str, **fields) -> dict:
+        """Record ``owner``'s answered request at its mark, before what it caused (or here, without one)."""
+        mark = self._marks.pop(owner, None)
+        if mark is None:
+            return self.record(kind, **fields)
+        return self.history.insert(mark, self.now_mono(), kind, **fields)
+
+    def end_step(self) -> None:
+        """A scheduler step is over: a mark left open (a request whose cause was never recorded) is dropped."""
+        if self._marks:
+            self._marks.clear()
 
     # --- wiring to a broker ------------------------------------------------------------------------------
     def attach_recovery(self, broker) -> None:
@@ -77,6 +106,7 @@ class HistoryRecorder:
         self.record("store", msg_id=msg.uniq_key, topic=a.topic, queue_id=a.queue_id, queue_offset=a.logics_offset,
                     phy_offset=a.wrote_offset, size=a.wrote_bytes, reconsume_times=msg.reconsume_times,
                     broker_ms=a.store_timestamp, **extra)
+        self._last_store = (msg.uniq_key, len(self.history.events) - 1)
         if a.topic == RMQ_SYS_SCHEDULE_TOPIC:
             self.due_of[msg.uniq_key] = extra["due_ms"]
         elif timer_out is not None:
@@ -100,20 +130,39 @@ class HistoryRecorder:
         extra = {} if slot_ms is None else {"slot_ms": slot_ms}  # timer: the slot whose chain led to it
         if resend:  # HandlePutResultTask's resend of a failed asynchronous put: later messages may be ahead of it
             extra["resend"] = True
-        self.record("deliver", msg_id=inner.uniq_key, level=level, due_ms=due_ms, topic=inner.topic,
-                    queue_id=inner.queue_id, broker_ms=result.append.store_timestamp,
-                    schedule_queue_offset=schedule_queue_offset, **extra)
+        fields = dict(msg_id=inner.uniq_key, level=level, due_ms=due_ms, topic=inner.topic, queue_id=inner.queue_id,
+                      broker_ms=result.append.store_timestamp, schedule_queue_offset=schedule_queue_offset, **extra)
+        if (at := self._store_just_made(inner.uniq_key)) is not None:
+            self.history.insert(at, self.now_mono(), "deliver", **fields)  # before the store (and dlq) it caused
+        else:
+            self.record("deliver", **fields)
+
+    def _store_just_made(self, msg_id: str) -> int | None:
+        """The position of the store event of ``msg_id`` recorded by the put of this very step, if any."""
+        last = self._last_store
+        events = self.history.events
+        if last is None or last[0] != msg_id or last[1] >= len(events):
+            return None
+        event = events[last[1]]
+        if event["kind"] != "store" or event.get("msg_id") != msg_id or \
+                event["t_ms"] != self.now_mono() - self.history.start_mono_ms:
+            return None
+        return last[1]
 
     def on_persist(self, file_name: str) -> None:
         self.record("persist", file=file_name)
 
     # --- the clients -------------------------------------------------------------------------------------
     def on_client_event(self, owner: str, kind: str, fields: dict) -> None:
-        """A push consumer's own event (consume, send_back, offset_commit, local_retry_dropped)."""
-        self.record(kind, **fields)
+        """A push consumer's own event (consume, send_back, offset_commit, local_retry_dropped); a send_back
+        goes where its request reached the broker."""
+        if kind == "send_back":
+            self.record_cause(owner, kind, **fields)
+        else:
+            self.record(kind, **fields)
 
-    def on_send(self, msg_id: str, topic: str, queue_id: int, delay_level: int, timer_delay_ms: int | None,
+    def on_send(self, owner: str, msg_id: str, topic: str, queue_id: int, delay_level: int, timer_delay_ms: int | None,
                 status: str, tags: str | None) -> None:
         """A producer's send, answered; ``deliver_ms`` is the due time of the copy it scheduled (if any)."""
-        self.record("send", msg_id=msg_id, topic=topic, queue_id=queue_id, delay_level=delay_level,
+        self.record_cause(owner, "send", msg_id=msg_id, topic=topic, queue_id=queue_id, delay_level=delay_level,
                     timer_delay_ms=timer_delay_ms, deliver_ms=self.due_of.pop(msg_id, None), status=status, tags=tags)

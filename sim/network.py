@@ -96,9 +96,11 @@ class SimNetwork:
 
     # --- synchronous calls ---------------------------------------------------------------------------
     def consumer_send_msg_back(self, group: str, msg: MessageExt, delay_level: int, max_reconsume_times: int) -> None:
+        self.world.recorder.open_request(self.client_owner)  # the send_back event goes here (causes first)
         self._call(lambda b: b.consumer_send_msg_back(group, msg, delay_level, max_reconsume_times))
 
     def send_message(self, msg: MessageExt, producer_group: str) -> SendResult:
+        self.world.recorder.open_request(self.client_owner)  # the send (or fallback send_back) event goes here
         return self._call(lambda b: b.send_message(msg, producer_group))
 
     def update_consumer_offset_oneway(self, group: str, topic: str, queue_id: int, offset: int) -> None:

@@ -66,7 +66,7 @@ class ProducerActor:
         except (MQBrokerException, RemotingError, MQClientException) as error:
             status, queue_id = f"FAILED: {error}", -1
         msg_id = msg.uniq_key
-        self.world.recorder.on_send(msg_id, spec.topic, queue_id, level, spec.timer_delay_ms, status,
+        self.world.recorder.on_send(self.name, msg_id, spec.topic, queue_id, level, spec.timer_delay_ms, status,
                                     msg.properties.get(PROPERTY_TAGS))
 
 

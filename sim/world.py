@@ -103,6 +103,7 @@ class World:
             self.brokers.broker.set_mono(self.now_mono())
 
     def _before_step(self, now_mono: int) -> None:
+        self.recorder.end_step()
         broker = self.brokers.broker
         if broker is not None:
             broker.set_mono(now_mono)
