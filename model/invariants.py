@@ -548,7 +548,7 @@ def _late_by_4x_fallback(ix: _Index, events: list[dict], group: str, dead: dict,
     properties after handleRetryAndDLQ, so the DLQ copy keeps DELAY = 3 + r and reaches %DLQ%group through
     SCHEDULE_TOPIC_XXXX exactly one level-delay after the send-back. None if ``dead`` is that; else why not."""
     level = min(3 + r, ctx.max_delay_level)
-    via = next(e for e in events if e["kind"] == "deliver" and e["seq"] > dead["seq"])
+    via = next(e for e in reversed(events) if e["kind"] == "deliver" and e["seq"] < dead["seq"])
     if via["level"] != level:
         return f"it waited at level {via['level']}, not the client's level {level} (3 + reconsumeTimes {r})"
     cause = next((b for b in reversed(events) if b["kind"] == "send_back" and b["group"] == group
@@ -583,8 +583,9 @@ def _dead_letter_problem(ix: _Index, events: list[dict], consumes: list[dict], g
     count = (f"dead-lettered with reconsumeTimes {rt} after {len([c for c in consumes if c['seq'] < dead['seq']])}"
              f" attempt(s); expected exactly {limit + 1} failed attempts and reconsumeTimes {limit + 1}")
     era4 = ctx.era.startswith("4.")
-    via = next((e for e in events if e["kind"] == "deliver" and e["seq"] > dead["seq"]), None)
-    if era4 and via is not None and via["topic"] == f"%DLQ%{group}" and via["seq"] <= dead["seq"] + 2:
+    # causes first (#18): a delivery into %DLQ% is recorded just before the store and the dlq it caused
+    via = next((e for e in reversed(events) if e["kind"] == "deliver" and e["seq"] < dead["seq"]), None)
+    if era4 and via is not None and via["topic"] == f"%DLQ%{group}" and via["seq"] >= dead["seq"] - 2:
         r = rt - 1
         why_not = _late_by_4x_fallback(ix, events, group, dead, r, ctx)
         trigger = [c for c in failed if c["reconsume_times"] == r]
@@ -592,8 +593,8 @@ def _dead_letter_problem(ix: _Index, events: list[dict], consumes: list[dict], g
                                 or (r > limit - 1 and not _local_repeat(consumes, trigger[-1]))):
             why_not = f"attempt {r} is not the first to reach RECONSUME_TIME >= {limit}"
         return None if why_not is None else f"{count} (not 4.9.8's producer fallback: {why_not})"
-    cause = next((b for b in events if b["kind"] == "send_back" and b["group"] == group and b["seq"] > dead["seq"]),
-                 None)
+    cause = next((b for b in reversed(events) if b["kind"] == "send_back" and b["group"] == group
+                  and b["msg_id"] == dead["msg_id"] and b["seq"] < dead["seq"]), None)  # the one that stored it
     if not era4 and cause is not None and cause.get("path") == "producer-fallback" and cause["result"] == "ok":
         r = cause["reconsume_times"]
         trigger = [c for c in failed if c["reconsume_times"] == r]

@@ -124,29 +124,12 @@ def mark_first_passing_commits(hops: list[Hop], own_events: list[dict]) -> list[
     return kept
 
 
-def causes_first(hops: list[Hop]) -> list[Hop]:
-    """Put a cause before the effects the simulator recorded first: the broker's listener records the
-    ``store`` (and ``dlq``) of a copy before the ``send``, ``send_back`` or ``deliver`` that made it, at the same
-    virtual time. The history keeps its order (the invariants read it); the journey reads as it happened."""
-    out = list(hops)
-    for i, hop in enumerate(out):
-        if hop.context or hop.kind not in ("send", "send_back", "deliver"):
-            continue
-        j = i
-        while (j > 0 and not out[j - 1].context and out[j - 1].kind in ("store", "dlq")
-               and out[j - 1].t_ms == hop.t_ms and (hop.kind == "send_back" or out[j - 1].kind == "store")):
-            j -= 1
-            if hop.kind != "send_back":
-                break  # a send or deliver made exactly one copy: the store just before it
-        if j < i:
-            out.insert(j, out.pop(i))
-    return out
-
-
 def journey(events: list[dict], msg_id: str) -> list[Hop]:
-    """build_journey with only the first commit passing each stored copy, causes before effects."""
+    """build_journey with only the first commit passing each stored copy. The history records causes
+    before effects (a send, send_back or deliver before the store of the copy it made), so history
+    order is the order things happened in."""
     own = [e for e in events if e.get("msg_id") == msg_id and e.get("kind") in OWN_KINDS]
-    return causes_first(mark_first_passing_commits(build_journey(events, msg_id), own))
+    return mark_first_passing_commits(build_journey(events, msg_id), own)
 
 
 def outcome(hops: list[Hop]) -> str:

@@ -113,18 +113,18 @@ class _Renderer:
         arg = action.arg
         if verb == "send":
             msg, level = arg("msg"), arg("level")
-            self.appends(before, after)
             self.emit("send", msg_id=_msg_id(msg), topic=TOPIC, queue_id=0, delay_level=level,
                       deliver_ms=self.t + level * TICK_MS if level else None, status="SEND_OK")
+            self.appends(before, after)  # causes before effects, as the simulator records them (#18)
         elif verb == "deliver":
             li = arg("level") - 1
             o = before.levels[li].cursor
             e = before.levels[li].entries[o]
-            self.appends(before, after)
             dest = TOPIC_NAMES[e.dest]
             self.emit("deliver", msg_id=_msg_id(e.msg), level=li + 1, due_ms=self.stored_at[(li, o)]
                       + self.cfg.delay(li + 1) * TICK_MS, topic=dest, queue_id=0, broker_ms=self.t,
                       schedule_queue_offset=o)
+            self.appends(before, after)
         elif verb == "consume":
             t = TOPIC_NAMES.index(arg("topic"))
             self.emit("consume", group=GROUP, client_id=CLIENT_ID, msg_id=_msg_id(arg("msg")),
@@ -132,15 +132,15 @@ class _Renderer:
                       queue_offset=arg("offset"), reconsume_times=arg("r"), status=arg("status"))
             self.commits(before, after)
         elif verb in ("send_back", "dlq"):
-            self.appends(before, after)
             r = arg("r") if verb == "send_back" else arg("r") - 1
             # delay_level is the client's request, as the simulator records it: 0 lets the broker choose
             # 3 + r (or whatever a mutant makes of it), which the history invariants must not take on trust
             self.emit("send_back", group=GROUP, msg_id=_msg_id(arg("msg")), reconsume_times=r, delay_level=0,
                       result="ok", path="broker")
+            self.appends(before, after)
         elif verb == "fault":
             site = arg("site")
-            self.emit("fault", site=site, action="fail")
+            # the request the fault was injected into comes first, as the simulator records it (#18)
             if arg("topic") is not None:  # a failed send-back: the client retries it locally
                 t = TOPIC_NAMES.index(arg("topic"))
                 e = before.topics[t].entries[arg("offset")]
@@ -149,6 +149,7 @@ class _Renderer:
             elif site == "commitlog.put":
                 self.emit("send", msg_id=_msg_id(arg("msg")), topic=TOPIC, queue_id=-1,
                           delay_level=before.msgs[arg("msg")].level, deliver_ms=None, status="FAILED: put failure")
+            self.emit("fault", site=site, action="fail")
         elif verb == "offset_commit":
             self.commits(before, after)
         elif verb == "persist":

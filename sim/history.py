@@ -26,6 +26,21 @@ class History:
         self.events.append(event)
         return event
 
+    def insert(self, index: int, t_ms: int, kind: str, **fields) -> dict:
+        """Record an event at position ``index`` (a cause after its effects were recorded, in the same step):
+        the events after it move one ``seq`` on, so ``seq`` stays the position in the history."""
+        if index >= len(self.events):
+            return self.record(t_ms, kind, **fields)
+        check_fields(kind, fields)
+        event = {"seq": self.events[index]["seq"], "t_ms": t_ms - self.start_mono_ms, "kind": kind, **fields}
+        if STRICT:
+            validate_event(event)
+        for later in self.events[index:]:
+            later["seq"] += 1
+        self._seq += 1
+        self.events.insert(index, event)
+        return event
+
     def lines(self) -> list[str]:
         encode = _LINE_ENCODER.encode  # what json.dumps(e, separators=(",", ":"), ensure_ascii=False) builds per call
         return [encode(e) for e in self.events]

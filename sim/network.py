@@ -53,10 +53,11 @@ class SimNetwork:
         self.broker_name = world.broker_config.broker_name
 
     def _broker(self, writes: bool = True):
-        broker = self.world.broker
+        host = self.world.brokers
+        broker = host.broker
         if broker is None:
-            raise RemotingError("connect to broker-a failed: the broker is down", fault_site=self.world.down_site)
-        self.world.on_client_request(writes)
+            raise RemotingError("connect to broker-a failed: the broker is down", fault_site=host.down_site)
+        host.on_client_request(writes)
         return broker
 
     def _call(self, fn, writes: bool = True):
@@ -70,7 +71,7 @@ class SimNetwork:
         try:
             return fn(broker)
         except BrokerCrash as crash:
-            self.world.broker_crashed(crash)
+            self.world.brokers.crashed(crash)
             raise RemotingError(f"connection closed: {crash}", fault_site=crash.site) from None
 
     # --- asynchronous pull ---------------------------------------------------------------------------
@@ -96,9 +97,11 @@ class SimNetwork:
 
     # --- synchronous calls ---------------------------------------------------------------------------
     def consumer_send_msg_back(self, group: str, msg: MessageExt, delay_level: int, max_reconsume_times: int) -> None:
+        self.world.recorder.open_request(self.client_owner)  # the send_back event goes here (causes first)
         self._call(lambda b: b.consumer_send_msg_back(group, msg, delay_level, max_reconsume_times))
 
     def send_message(self, msg: MessageExt, producer_group: str) -> SendResult:
+        self.world.recorder.open_request(self.client_owner)  # the send (or fallback send_back) event goes here
         return self._call(lambda b: b.send_message(msg, producer_group))
 
     def update_consumer_offset_oneway(self, group: str, topic: str, queue_id: int, offset: int) -> None:

@@ -66,11 +66,8 @@ class ProducerActor:
         except (MQBrokerException, RemotingError, MQClientException) as error:
             status, queue_id = f"FAILED: {error}", -1
         msg_id = msg.uniq_key
-        self.world.record(
-            "send", msg_id=msg_id, topic=spec.topic, queue_id=queue_id, delay_level=level,
-            timer_delay_ms=spec.timer_delay_ms, deliver_ms=self.world.due_of.pop(msg_id, None), status=status,
-            tags=msg.properties.get(PROPERTY_TAGS),
-        )
+        self.world.recorder.on_send(self.name, msg_id, spec.topic, queue_id, level, spec.timer_delay_ms, status,
+                                    msg.properties.get(PROPERTY_TAGS))
 
 
 class ConsumeExecutor:
@@ -85,6 +82,7 @@ class ConsumeExecutor:
         self.consumer = consumer
         self.spec = spec
         self.rng = rng
+        self.attempts = world.clients.attempts  # (group, msg_id) -> attempts, shared by the group's instances
         self.in_flight: list[tuple[int, int, object, str]] = []  # (done_at, seq, request, status)
         self._seq = 0
 
@@ -97,7 +95,7 @@ class ConsumeExecutor:
         failed = False
         for msg in request.msgs:
             key = (self.spec.group, msg.uniq_key)
-            attempts = self.world.attempts[key] = self.world.attempts.get(key, 0) + 1
+            attempts = self.attempts[key] = self.attempts.get(key, 0) + 1
             if attempts <= self.spec.fail_first:
                 failed = True
         if not failed and self.spec.fail_probability > 0 and self.rng.random() < self.spec.fail_probability:

@@ -421,9 +421,9 @@ def _ladder(h: H, msg_id: str, attempts: int, dlq_at_send_back: int | None = Non
     for k in range(attempts):
         h.consume(t, msg_id, status="RECONSUME_LATER", reconsume_times=k, queue_topic="T" if k == 0 else "%RETRY%G",
                   queue_offset=k)  # each retry is a new copy in %RETRY%G
+        h.send_back(t, msg_id, k)  # causes first (#18): the send-back, then the DLQ copy it stored
         if k == attempts - 1 and dlq_at_send_back is not None:
             h.dlq(t + dlq_at_send_back, msg_id, attempts if dlq_rt is None else dlq_rt)
-        h.send_back(t, msg_id, k)
         t += LEVELS[min(3 + k, 6)] + 100
     return h
 
@@ -444,13 +444,12 @@ def _fallback_dlq_4x(t_dlq: int = 10_102 + 30_000, level: int = 4, via_schedule:
     h = _ladder(H().send(0, A), A, 1)
     h.consume(10_102, A, status="RECONSUME_LATER", reconsume_times=1, queue_topic="%RETRY%G")
     h.send_back(10_102, A, 1, result="failed")
-    h.store(10_102, A, topic="SCHEDULE_TOPIC_XXXX", queue_id=level - 1, reconsume_times=2)
     h.add(10_102, "send_back", group="G", msg_id=A, reconsume_times=1, delay_level=4, result="ok",
-          path="producer-fallback")
-    h.dlq(t_dlq, A, 2)
+          path="producer-fallback")  # causes first (#18): before the copy it stored
+    h.store(10_102, A, topic="SCHEDULE_TOPIC_XXXX", queue_id=level - 1, reconsume_times=2)
     if via_schedule:
         h.deliver(t_dlq, A, level, due_ms=B0 + 10_102 + LEVELS[level], topic="%DLQ%G")
-    return h
+    return h.dlq(t_dlq, A, 2)
 
 
 ERA4 = dataclasses.replace(ctx(), era="4.9.8")
@@ -482,9 +481,9 @@ def test_dlq_5x_fallback_is_held_to_the_rpc_rule():
     # 5.3.3 (RIP-32): '>' and DELAY=-1: the fallback of attempt 2 sends RECONSUME_TIME 3 > 2, stored at once.
     h = _ladder(H().send(0, A), A, 2)
     h.consume(40_202, A, status="RECONSUME_LATER", reconsume_times=2, queue_topic="%RETRY%G")
-    h.send_back(40_202, A, 2, result="failed").dlq(40_202, A, 3)
+    h.send_back(40_202, A, 2, result="failed")
     h.add(40_202, "send_back", group="G", msg_id=A, reconsume_times=2, delay_level=5, result="ok",
-          path="producer-fallback")
+          path="producer-fallback").dlq(40_202, A, 3)
     assert_holds("dlq_after_max_retries", h)
     # ... so the copy 4.9.8 sends one attempt early is a violation in 5.3.3, as is its schedule detour.
     assert_fails("dlq_after_max_retries", _fallback_dlq_4x(t_dlq=10_102, via_schedule=False), A,
@@ -493,9 +492,9 @@ def test_dlq_5x_fallback_is_held_to_the_rpc_rule():
     # The one-early dead letter stored in the fallback's own step, which this checker used to excuse.
     h = _ladder(H().send(0, A), A, 1)
     h.consume(10_102, A, status="RECONSUME_LATER", reconsume_times=1, queue_topic="%RETRY%G")
-    h.send_back(10_102, A, 1, result="failed").dlq(10_102, A, 2)
+    h.send_back(10_102, A, 1, result="failed")
     h.add(10_102, "send_back", group="G", msg_id=A, reconsume_times=1, delay_level=4, result="ok",
-          path="producer-fallback")
+          path="producer-fallback").dlq(10_102, A, 2)
     assert_fails("dlq_after_max_retries", h, A, "reconsumeTimes 2", "expected exactly 3 failed attempts")
     assert_fails("dlq_after_max_retries", h, A, "not 4.9.8's producer fallback", context=ERA4)
 
@@ -511,9 +510,9 @@ def _local_retry_then_fallback(queue_offset: int) -> H:
     h.add(40_202, "send_back", group="G", msg_id=A, reconsume_times=3, delay_level=0, result="ok", path="local-retry")
     h.consume(45_202, A, status="RECONSUME_LATER", reconsume_times=3, queue_topic="%RETRY%G",
               queue_offset=queue_offset)
-    h.send_back(45_202, A, 3, result="failed").dlq(45_202, A, 4)
+    h.send_back(45_202, A, 3, result="failed")
     return h.add(45_202, "send_back", group="G", msg_id=A, reconsume_times=3, delay_level=6, result="ok",
-                 path="producer-fallback")
+                 path="producer-fallback").dlq(45_202, A, 4)
 
 
 def test_dlq_holds_for_a_local_retry_counted_in_memory_then_the_fallback():
@@ -529,8 +528,8 @@ def test_dlq_holds_for_a_retry_chain_forked_by_a_crash():
     # the DLQ; the other's retry 2 comes later, as the same attempt repeated.
     h = _ladder(H().send(0, A), A, 2).crash(20_000).restart(22_000)
     h.consume(22_100, A, status="RECONSUME_LATER", reconsume_times=1, queue_topic="%RETRY%G").send_back(22_100, A, 1)
-    h.consume(40_000, A, status="RECONSUME_LATER", reconsume_times=2, queue_topic="%RETRY%G").dlq(40_000, A, 3)
-    h.send_back(40_000, A, 2)
+    h.consume(40_000, A, status="RECONSUME_LATER", reconsume_times=2, queue_topic="%RETRY%G").send_back(40_000, A, 2)
+    h.dlq(40_000, A, 3)
     h.consume(52_200, A, reconsume_times=2, queue_topic="%RETRY%G")
     assert_holds("dlq_after_max_retries", h)
 

@@ -14,6 +14,7 @@ import pytest
 from scenarios.catalogue import load_builtin
 from scenarios.scenario import load_scenario_file
 from sim.checking import check_run
+from sim.fault_actions import RollbackStore
 from sim.faults import FaultPlan
 from sim.run import run_scenario
 from store.disk import MemoryDisk
@@ -73,10 +74,10 @@ def test_a_local_retry_dies_with_its_dropped_process_queue_after_a_rollback(era)
 def test_store_rollbacks_sharing_a_millisecond_each_get_their_copy():
     scenario = load_scenario_file(str(REPRO / "store-rollbacks-100-keyerror.toml"))
     plan = FaultPlan(None, scenario.faults, __import__("random").Random(1), 0, scenario.duration_ms)
-    rollbacks = [item for item in plan.plan if item[2] == "store_rollback"]
-    times = [item[0] for item in rollbacks]
+    rollbacks = [action for action in plan.plan if isinstance(action, RollbackStore)]
+    times = [action.at_ms for action in rollbacks]
     assert len(times) > len(set(times))  # the seed plans two in one millisecond: the case that broke
-    assert sorted(item[3] for item in rollbacks) == list(range(100))  # one key each
+    assert sorted(action.key for action in rollbacks) == list(range(100))  # one key each
     result = run_scenario(scenario, 1)
     assert any(e["kind"] == "store_rollback" for e in result.history.events)
     assert not result.world.snapshots  # every copy was used and dropped
