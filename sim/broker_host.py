@@ -9,8 +9,8 @@ from store.broker.broker_controller import BrokerController, BrokerStartError
 from store.client.api import RemotingError
 from store.faults import BrokerCrash
 from store.subscription_group import SubscriptionGroupConfig
-from store.topic_config import TIMER_TOPIC, TopicConfig
 from store.timer.dormancy import ALL_TURNS
+from store.topic_config import TIMER_TOPIC, TopicConfig
 from store.topics import RMQ_SYS_SCHEDULE_TOPIC
 
 RANK_BROKER = 100
