@@ -78,7 +78,7 @@ class StoreImage:
             if (copy["topic"] == RMQ_SYS_SCHEDULE_TOPIC and copy["state"] == "pending"
                     and copy["deliver_ms"] > now_ms + table.get(copy["queue_id"] + 1, 1000)):
                 event["due_ms"] = now_ms
-            world.record("preloaded", **event)
+            world.recorder.on_preloaded(event)
         return len(self.copies)
 
 

@@ -43,6 +43,10 @@ class HistoryRecorder:
     def record(self, kind: str, **fields) -> dict:
         return self.history.record(self.now_mono(), kind, **fields)
 
+    def on_preloaded(self, event: dict) -> None:
+        """run --from-store: one copy the store held at the start (sim/from_store.py decides its fields)."""
+        self.record("preloaded", **event)
+
     # --- causes before effects ---------------------------------------------------------------------------
     def open_request(self, owner: str) -> None:
         """``owner``'s request leaves for the broker: its cause event, recorded later, goes here. A request

@@ -14,7 +14,7 @@ import pytest
 from scenarios.catalogue import builtin_names, load_builtin
 from scenarios.scenario import load_scenario_text
 from sim.run import run_scenario
-from sim.world import World
+from sim.broker_host import BrokerHost
 
 TIMER_FILES = ("config/timercheck", "timerwheel", "timerlog/")
 
@@ -98,18 +98,18 @@ def _run_seen(monkeypatch, scenario, seed, era, faithful):
     """A run, with the timer's files as every crash and shutdown found them (after it looked: a crash's own
     power failure included) and as the run left them."""
     seen = []
-    crash, stop = World.crash_broker, World.stop_broker
+    crash, stop = BrokerHost.crash, BrokerHost.stop
 
-    def crash_broker(world, *args, **kwargs):
-        crash(world, *args, **kwargs)
-        seen.append((world.now_mono(), _timer_files(world.disk)))
+    def crash_broker(host, *args, **kwargs):
+        crash(host, *args, **kwargs)
+        seen.append((host.world.now_mono(), _timer_files(host.world.disk)))
 
-    def stop_broker(world, *args, **kwargs):
-        stop(world, *args, **kwargs)
-        seen.append((world.now_mono(), _timer_files(world.disk)))
+    def stop_broker(host, *args, **kwargs):
+        stop(host, *args, **kwargs)
+        seen.append((host.world.now_mono(), _timer_files(host.world.disk)))
 
-    monkeypatch.setattr(World, "crash_broker", crash_broker)
-    monkeypatch.setattr(World, "stop_broker", stop_broker)
+    monkeypatch.setattr(BrokerHost, "crash", crash_broker)
+    monkeypatch.setattr(BrokerHost, "stop", stop_broker)
     result = run_scenario(scenario, seed, era=era, faithful_polling=faithful)
     monkeypatch.undo()
     return result, seen + [("end", _timer_files(result.world.disk))]
