@@ -40,10 +40,11 @@ from .spec import (
     fairness_key,
     initial_state,
     is_pending,
+    progress_rank,
     successors,
 )
 from .statestore import FingerprintSet, Frontier, collision_probability, fingerprint
-from .symmetry import canonical, identity
+from .symmetry import canonical, identity, renamings_can_meet
 
 STOP_COMPLETE = "complete"
 STOP_VIOLATION = "violation"
@@ -140,6 +141,8 @@ class StateGraph:
         self.pending = bytearray()
         self.terminal = bytearray()
         self.generated = 0  # successor states computed, duplicates included (for the collision estimate)
+        self.edge_count = 0  # edges between distinct states (merged per target and fairness class)
+        self.acyclic = False  # every edge lowered spec.progress_rank: no cycle, and no edges were kept
 
     def __len__(self) -> int:
         return len(self.parent)
@@ -220,6 +223,7 @@ class CheckResult:
     nontrivial_sccs: int = 0
     fair_sccs: int = 0
     store_mb: float = 0.0  # fingerprint table + graph columns + packed frontier, at its largest
+    canon: Callable[[State], State] = field(default=identity, repr=False)  # the canonical form the graph holds
 
     @property
     def states(self) -> int:
@@ -227,7 +231,7 @@ class CheckResult:
 
     @property
     def edges(self) -> int:
-        return len(self.graph.edge_dst)
+        return self.graph.edge_count
 
     @property
     def depth(self) -> int:
@@ -258,7 +262,8 @@ class CheckResult:
                 "store_mb": round(self.store_mb, 1),
                 "fingerprint_collision_probability": float(f"{self.collision_probability:.3g}"),
                 "nontrivial_sccs": self.nontrivial_sccs, "fair_sccs": self.fair_sccs,
-                "symmetry": self.symmetry, "fairness": self.fairness, "stop": self.stop}
+                "symmetry": self.symmetry, "fairness": self.fairness, "acyclic": self.graph.acyclic,
+                "stop": self.stop}
 
     def verdict(self) -> str:
         if self.violation is not None:
@@ -290,6 +295,7 @@ def check(
     explore_after_violation: int = 0,
     keep_states: bool = False,
     keep_states_until: int | None = None,
+    store_edges: bool | None = None,
 ) -> CheckResult:
     """Explore every state reachable from the initial one; stop at the first violation or a limit.
 
@@ -298,11 +304,38 @@ def check(
     many states, so that a picture shows the counterexample in its surroundings.
     ``keep_states``: keep every state (for pictures and GraphML); ``keep_states_until``: drop them again
     once the graph grows past this many states (the search goes on without them).
+    ``store_edges``: keep the edge store (for the SCC search, GraphML and pictures). None (the default):
+    keep it only with ``keep_states`` or unbounded put failures; otherwise every generated edge must lower
+    ``spec.progress_rank``, which proves the graph acyclic, so liveness needs no edges. The first edge
+    that does not lower it restarts the search with the edge store.
     """
     cfg.validate()
-    canon = canonical if symmetry else identity
+    options = dict(symmetry=symmetry, fairness=fairness, max_states=max_states, memory_mb=memory_mb,
+                   max_seconds=max_seconds, progress=progress, invariants=invariants,
+                   explore_after_violation=explore_after_violation, keep_states=keep_states,
+                   keep_states_until=keep_states_until)
+    if store_edges is None:
+        store_edges = keep_states or cfg.put_failures is None
+    if not store_edges:
+        try:
+            return _explore(cfg, store_edges=False, **options)
+        except _RankDidNotDrop:
+            pass
+    return _explore(cfg, store_edges=True, **options)
+
+
+class _RankDidNotDrop(Exception):
+    """An edge that does not lower spec.progress_rank: the graph may have cycles, so edges are needed."""
+
+
+def _explore(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_states: int | None, memory_mb: float | None,
+             max_seconds: float | None, progress: Callable[[int, int, int], None] | None,
+             invariants: Callable[[State, ModelConfig], tuple[str, str] | None], explore_after_violation: int,
+             keep_states: bool, keep_states_until: int | None, store_edges: bool) -> CheckResult:
+    canon = canonical if symmetry and renamings_can_meet(cfg.send_levels) else identity
     g = StateGraph(keep_states)
-    result = CheckResult(cfg, symmetry, fairness, g)
+    g.acyclic = not store_edges
+    result = CheckResult(cfg, symmetry, fairness, g, canon=canon)
     start = time.perf_counter()  # wall-clock ok: statistics and the time limit only
     cpu_start = time.process_time()  # wall-clock ok: statistics only
     seen = FingerprintSet()
@@ -344,13 +377,20 @@ def check(
     check_every = 2048
     next_check = check_every
     generated = 0
+    edge_count = 0
     while not stop:
         state = frontier.pop()
         if state is None:
             break
-        edge_start.append(len(edge_dst))
+        if store_edges:
+            edge_start.append(len(edge_dst))
         succ = successors(state, cfg, symmetry)
         generated += len(succ)
+        if not store_edges:
+            rank = progress_rank(state)
+            for _action, nxt in succ:
+                if not progress_rank(nxt) < rank:
+                    raise _RankDidNotDrop
         if not succ:
             terminal[i] = 1
             bad = check_terminal(state, cfg)
@@ -368,16 +408,20 @@ def check(
                 j = add(c, i, aid)
                 bad = invariants(c, cfg)
                 if bad is not None and fail(bad[0], "safety", bad[1], j):
-                    edge_dst.append(j)
-                    edge_action.append(aid)
+                    edge_count += 1
+                    if store_edges:
+                        edge_dst.append(j)
+                        edge_action.append(aid)
                     stop = True
                     break
             key = (j, action_fair[aid])
             if key in keys:
                 continue
             keys.add(key)
-            edge_dst.append(j)
-            edge_action.append(aid)
+            edge_count += 1
+            if store_edges:
+                edge_dst.append(j)
+                edge_action.append(aid)
         i += 1
         if result.violation is not None and len(parent) >= explore_after_violation:
             break
@@ -400,6 +444,7 @@ def check(
                     result.stop = limit
                 break
     g.generated = generated
+    g.edge_count = edge_count
     seen.release()  # the liveness search needs only the graph columns
     if result.violation is None and result.complete:
         t0 = time.perf_counter()  # wall-clock ok: statistics only
@@ -416,6 +461,8 @@ def check(
 # --- liveness ---------------------------------------------------------------------------------------------
 def _check_liveness(result: CheckResult) -> None:
     g = result.graph
+    if g.acyclic:  # every edge lowered the progress rank: no cycle, so no infinite run to judge
+        return
     fair, count = fair_components(g, g.pending, result.fairness)
     result.nontrivial_sccs = count
     result.fair_sccs = len(fair)
@@ -424,8 +471,7 @@ def _check_liveness(result: CheckResult) -> None:
     comp = min(fair, key=lambda c: (min(g.depth[v] for v in c), min(c)))
     knot = min(comp, key=lambda v: (g.depth[v], v))
     cycle = cycle_through(g, knot, set(comp))
-    knot_state = canonical_states(g, result.config, [knot], canonical if result.symmetry else identity,
-                                  result.symmetry)[0]
+    knot_state = canonical_states(g, result.config, [knot], result.canon, result.symmetry)[0]
     stuck = [f"m{i}" for i, m in enumerate(knot_state.msgs) if not (m.done or m.dead)]
     why = (f"a {'fair ' if result.fairness else ''}cycle of {len(comp)} state(s) never consumes or "
            f"dead-letters {', '.join(stuck)}")

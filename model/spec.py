@@ -594,6 +594,35 @@ def successors(s: State, cfg: ModelConfig, symmetric: bool = False) -> list[tupl
     return out
 
 
+# --- progress rank (acyclicity) ---------------------------------------------------------------------------
+def progress_rank(s: State) -> tuple[int, int, int, int, int]:
+    """A rank that every transition of a model with bounded budgets lowers (lexicographically).
+
+    Why: if every edge lowers it, the state graph has no cycle, so no run is infinite and liveness
+    reduces to the terminal-state checks; the checker then need not keep the edges at all. The checker
+    compares the ranks of both ends of every edge it generates and falls back to keeping edges (and the
+    SCC search) the first time one does not drop, so a mistake here costs memory, never a verdict.
+
+    Budgets come first (a crash, a put failure or a persist point spends one), then being down (a restart
+    ends it), then work done: appended units, cursors, pull and committed offsets, ticks passed, and the
+    process queue's items nearer to their end (a resubmit outranks a due send-back).
+    """
+    work = 0
+    for m in s.msgs:
+        if m.level < 0:
+            work += 8
+    for lv in s.levels:
+        work += 8 * len(lv.entries) + 4 * lv.cursor
+        for e in lv.entries:
+            work -= e.wait
+    for tp in s.topics:
+        work += 8 * len(tp.entries) + 4 * (tp.pull + tp.cmem)
+    work += 8 * len(s.dlq)
+    for _t, _o, stage in s.pq:
+        work -= 2 if stage == AWAIT_RESUBMIT else 1
+    return (s.crashes, s.faults, s.persists, 0 if s.up else 1, -work)
+
+
 # --- fairness ----------------------------------------------------------------------------------------------
 _FAIR_ARGS = {
     "send": ("level",), "deliver": ("level",), "tick": (), "consume": ("topic", "offset"),
