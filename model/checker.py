@@ -36,6 +36,7 @@ from .spec import (
     Action,
     ModelConfig,
     State,
+    collapsible_ticks,
     describe,
     fairness_key,
     initial_state,
@@ -143,6 +144,7 @@ class StateGraph:
         self.generated = 0  # successor states computed, duplicates included (for the collision estimate)
         self.edge_count = 0  # edges between distinct states (merged per target and fairness class)
         self.acyclic = False  # every edge lowered spec.progress_rank: no cycle, and no edges were kept
+        self.collapse_ticks = False  # the clock jumped to the next due instant (spec.collapsible_ticks)
 
     def __len__(self) -> int:
         return len(self.parent)
@@ -296,6 +298,7 @@ def check(
     keep_states: bool = False,
     keep_states_until: int | None = None,
     store_edges: bool | None = None,
+    collapse_ticks: bool = True,
 ) -> CheckResult:
     """Explore every state reachable from the initial one; stop at the first violation or a limit.
 
@@ -308,12 +311,14 @@ def check(
     keep it only with ``keep_states`` or unbounded put failures; otherwise every generated edge must lower
     ``spec.progress_rank``, which proves the graph acyclic, so liveness needs no edges. The first edge
     that does not lower it restarts the search with the edge store.
+    ``collapse_ticks``: on such an acyclic search, let time jump to the next due instant (see
+    ``spec.collapsible_ticks``); a trace then shows ``tick ticks=N``.
     """
     cfg.validate()
     options = dict(symmetry=symmetry, fairness=fairness, max_states=max_states, memory_mb=memory_mb,
                    max_seconds=max_seconds, progress=progress, invariants=invariants,
                    explore_after_violation=explore_after_violation, keep_states=keep_states,
-                   keep_states_until=keep_states_until)
+                   keep_states_until=keep_states_until, collapse_ticks=collapse_ticks)
     if store_edges is None:
         store_edges = keep_states or cfg.put_failures is None
     if not store_edges:
@@ -331,10 +336,13 @@ class _RankDidNotDrop(Exception):
 def _explore(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_states: int | None, memory_mb: float | None,
              max_seconds: float | None, progress: Callable[[int, int, int], None] | None,
              invariants: Callable[[State, ModelConfig], tuple[str, str] | None], explore_after_violation: int,
-             keep_states: bool, keep_states_until: int | None, store_edges: bool) -> CheckResult:
+             keep_states: bool, keep_states_until: int | None, store_edges: bool,
+             collapse_ticks: bool) -> CheckResult:
     canon = canonical if symmetry and renamings_can_meet(cfg.send_levels) else identity
     g = StateGraph(keep_states)
     g.acyclic = not store_edges
+    # Tick collapsing keeps safety and terminal states, not fair cycles: only on a graph proven acyclic.
+    g.collapse_ticks = collapse = not store_edges and collapse_ticks and collapsible_ticks(cfg)
     result = CheckResult(cfg, symmetry, fairness, g, canon=canon)
     start = time.perf_counter()  # wall-clock ok: statistics and the time limit only
     cpu_start = time.process_time()  # wall-clock ok: statistics only
@@ -384,7 +392,7 @@ def _explore(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_states: in
             break
         if store_edges:
             edge_start.append(len(edge_dst))
-        succ = successors(state, cfg, symmetry)
+        succ = successors(state, cfg, symmetry, collapse)
         generated += len(succ)
         if not store_edges:
             rank = progress_rank(state)
@@ -480,8 +488,8 @@ def _check_liveness(result: CheckResult) -> None:
 
 
 # --- traces -----------------------------------------------------------------------------------------------
-def _apply(state: State, action: Action, cfg: ModelConfig, symmetric: bool) -> State:
-    for a, nxt in successors(state, cfg, symmetric):
+def _apply(state: State, action: Action, cfg: ModelConfig, symmetric: bool, collapse: bool) -> State:
+    for a, nxt in successors(state, cfg, symmetric, collapse):
         if a == action:
             return nxt
     raise AssertionError(f"action {action.text()} is not enabled in {describe(state)}")
@@ -503,7 +511,7 @@ def canonical_states(g: StateGraph, cfg: ModelConfig, ids: list[int], canon: Cal
             v = g.parent[v]
         state = cache[v]
         for v in reversed(chain):
-            state = canon(_apply(state, g.actions[g.parent_action[v]], cfg, symmetric))
+            state = canon(_apply(state, g.actions[g.parent_action[v]], cfg, symmetric, g.collapse_ticks))
             cache[v] = state
         out.append(cache[i])
     return out
@@ -520,7 +528,7 @@ def _replay(v: Violation, g: StateGraph, cfg: ModelConfig, canon: Callable[[Stat
         steps = []
         for sid in ids:
             want = by_id[sid]
-            for action, nxt in successors(concrete, cfg):
+            for action, nxt in successors(concrete, cfg, False, g.collapse_ticks):
                 if canon(nxt) == want:
                     number += 1
                     steps.append(Step(number, action, nxt, stored_by(concrete, nxt)))

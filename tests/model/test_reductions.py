@@ -40,7 +40,7 @@ def _same_verdict(a, b):
 @pytest.mark.parametrize("case", CASES + DEFAULTS, ids=_ids)
 def test_without_the_edge_store_the_verdict_and_the_counts_are_the_same(case):
     cfg, _name = case
-    lean = check(cfg, max_states=200_000)
+    lean = check(cfg, max_states=200_000, collapse_ticks=False)  # collapsing needs the acyclic mode
     full = check(cfg, max_states=200_000, store_edges=True)
     assert lean.graph.acyclic and len(lean.graph.edge_dst) == 0  # no fallback: every edge lowered the rank
     assert not full.graph.acyclic and full.nontrivial_sccs == 0
@@ -63,7 +63,7 @@ def test_every_edge_of_the_whole_graph_lowers_the_progress_rank(case):
 
 def test_a_rank_that_does_not_drop_falls_back_to_the_edge_store(monkeypatch):
     cfg = ModelConfig(messages=1, levels=2, max_retries=1, crashes=1)
-    honest = check(cfg)
+    honest = check(cfg, collapse_ticks=False)
     monkeypatch.setattr(checker_module, "progress_rank", lambda s: (0,))
     fallback = check(cfg)
     assert honest.graph.acyclic and not fallback.graph.acyclic
@@ -119,3 +119,26 @@ def test_equal_send_levels_keep_the_canonical_form():
     reduced = check(cfg)
     assert reduced.canon is canonical
     assert reduced.states < check(cfg, symmetry=False).states
+
+
+@pytest.mark.parametrize("case", CASES + DEFAULTS, ids=_ids)
+def test_collapsed_ticks_give_the_same_verdict(case):
+    cfg, name = case
+    collapsed = check(cfg, max_states=200_000)
+    ticking = check(cfg, max_states=200_000, collapse_ticks=False)
+    assert collapsed.graph.collapse_ticks == (name != "offset_from_task_start")
+    assert not ticking.graph.collapse_ticks
+    assert collapsed.verdict() == ticking.verdict()
+    assert collapsed.states <= ticking.states
+    if ticking.violation is not None:
+        assert collapsed.violation.prop == ticking.violation.prop
+        assert collapsed.violation.kind == ticking.violation.kind
+
+
+def test_collapsed_ticks_save_states_and_a_trace_shows_the_jump():
+    cfg = ModelConfig(messages=1, levels=2, max_retries=1, crashes=1, put_failures=0)
+    assert check(cfg).states < check(cfg, collapse_ticks=False).states
+    v = check(ModelConfig(messages=1, levels=3, max_retries=1, crashes=0, put_failures=0, persist_points=0,
+                          send_levels=(3,), mutants=frozenset({"retry_level_2_plus_r"}))).violation
+    assert v is not None and v.prop == "retry_schedule"
+    assert any(step.action.text() == "tick ticks=3" for step in v.steps), v.format()
