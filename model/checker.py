@@ -552,6 +552,9 @@ def format_stats(result: CheckResult) -> str:
             + (f", mutants {','.join(sorted(cfg.mutants))}" if cfg.mutants else ""))
     body = (f"  {st['states']} states, {st['edges']} edges, depth {st['depth']}, {st['terminal_states']} terminal, "
             f"{st['nontrivial_sccs']} cyclic component(s) ({st['fair_sccs']} fair); "
-            f"{st['seconds']:.2f} s, {st['states_per_second']} states/s, peak {st['peak_rss_mb']:.0f} MiB; "
-            f"symmetry {'on' if result.symmetry else 'off'}")
+            f"{st['seconds']:.2f} s, {st['states_per_second']} states/s "
+            f"({round(result.states / result.cpu_seconds) if result.cpu_seconds > 0 else 0} per CPU second), "
+            f"peak {st['peak_rss_mb']:.0f} MiB; symmetry {'on' if result.symmetry else 'off'}"
+            f"{', ticks collapsed' if result.graph.collapse_ticks else ''}"
+            f"{', acyclic (no edges kept)' if result.graph.acyclic else ''}")
     return head + "\n" + body
