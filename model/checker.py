@@ -36,14 +36,16 @@ from .spec import (
     Action,
     ModelConfig,
     State,
+    collapsible_ticks,
     describe,
     fairness_key,
     initial_state,
     is_pending,
+    progress_rank,
     successors,
 )
 from .statestore import FingerprintSet, Frontier, collision_probability, fingerprint
-from .symmetry import canonical, identity
+from .symmetry import canonical, identity, renamings_can_meet
 
 STOP_COMPLETE = "complete"
 STOP_VIOLATION = "violation"
@@ -140,6 +142,9 @@ class StateGraph:
         self.pending = bytearray()
         self.terminal = bytearray()
         self.generated = 0  # successor states computed, duplicates included (for the collision estimate)
+        self.edge_count = 0  # edges between distinct states (merged per target and fairness class)
+        self.acyclic = False  # every edge lowered spec.progress_rank: no cycle, and no edges were kept
+        self.collapse_ticks = False  # the clock jumped to the next due instant (spec.collapsible_ticks)
 
     def __len__(self) -> int:
         return len(self.parent)
@@ -220,6 +225,7 @@ class CheckResult:
     nontrivial_sccs: int = 0
     fair_sccs: int = 0
     store_mb: float = 0.0  # fingerprint table + graph columns + packed frontier, at its largest
+    canon: Callable[[State], State] = field(default=identity, repr=False)  # the canonical form the graph holds
 
     @property
     def states(self) -> int:
@@ -227,7 +233,7 @@ class CheckResult:
 
     @property
     def edges(self) -> int:
-        return len(self.graph.edge_dst)
+        return self.graph.edge_count
 
     @property
     def depth(self) -> int:
@@ -258,7 +264,8 @@ class CheckResult:
                 "store_mb": round(self.store_mb, 1),
                 "fingerprint_collision_probability": float(f"{self.collision_probability:.3g}"),
                 "nontrivial_sccs": self.nontrivial_sccs, "fair_sccs": self.fair_sccs,
-                "symmetry": self.symmetry, "fairness": self.fairness, "stop": self.stop}
+                "symmetry": self.symmetry, "fairness": self.fairness, "acyclic": self.graph.acyclic,
+                "stop": self.stop}
 
     def verdict(self) -> str:
         if self.violation is not None:
@@ -290,6 +297,8 @@ def check(
     explore_after_violation: int = 0,
     keep_states: bool = False,
     keep_states_until: int | None = None,
+    store_edges: bool | None = None,
+    collapse_ticks: bool = True,
 ) -> CheckResult:
     """Explore every state reachable from the initial one; stop at the first violation or a limit.
 
@@ -298,11 +307,43 @@ def check(
     many states, so that a picture shows the counterexample in its surroundings.
     ``keep_states``: keep every state (for pictures and GraphML); ``keep_states_until``: drop them again
     once the graph grows past this many states (the search goes on without them).
+    ``store_edges``: keep the edge store (for the SCC search, GraphML and pictures). None (the default):
+    keep it only with ``keep_states`` or unbounded put failures; otherwise every generated edge must lower
+    ``spec.progress_rank``, which proves the graph acyclic, so liveness needs no edges. The first edge
+    that does not lower it restarts the search with the edge store.
+    ``collapse_ticks``: on such an acyclic search, let time jump to the next due instant (see
+    ``spec.collapsible_ticks``); a trace then shows ``tick ticks=N``.
     """
     cfg.validate()
-    canon = canonical if symmetry else identity
+    options = dict(symmetry=symmetry, fairness=fairness, max_states=max_states, memory_mb=memory_mb,
+                   max_seconds=max_seconds, progress=progress, invariants=invariants,
+                   explore_after_violation=explore_after_violation, keep_states=keep_states,
+                   keep_states_until=keep_states_until, collapse_ticks=collapse_ticks)
+    if store_edges is None:
+        store_edges = keep_states or cfg.put_failures is None
+    if not store_edges:
+        try:
+            return _explore(cfg, store_edges=False, **options)
+        except _RankDidNotDrop:
+            pass
+    return _explore(cfg, store_edges=True, **options)
+
+
+class _RankDidNotDrop(Exception):
+    """An edge that does not lower spec.progress_rank: the graph may have cycles, so edges are needed."""
+
+
+def _explore(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_states: int | None, memory_mb: float | None,
+             max_seconds: float | None, progress: Callable[[int, int, int], None] | None,
+             invariants: Callable[[State, ModelConfig], tuple[str, str] | None], explore_after_violation: int,
+             keep_states: bool, keep_states_until: int | None, store_edges: bool,
+             collapse_ticks: bool) -> CheckResult:
+    canon = canonical if symmetry and renamings_can_meet(cfg.send_levels) else identity
     g = StateGraph(keep_states)
-    result = CheckResult(cfg, symmetry, fairness, g)
+    g.acyclic = not store_edges
+    # Tick collapsing keeps safety and terminal states, not fair cycles: only on a graph proven acyclic.
+    g.collapse_ticks = collapse = not store_edges and collapse_ticks and collapsible_ticks(cfg)
+    result = CheckResult(cfg, symmetry, fairness, g, canon=canon)
     start = time.perf_counter()  # wall-clock ok: statistics and the time limit only
     cpu_start = time.process_time()  # wall-clock ok: statistics only
     seen = FingerprintSet()
@@ -344,13 +385,20 @@ def check(
     check_every = 2048
     next_check = check_every
     generated = 0
+    edge_count = 0
     while not stop:
         state = frontier.pop()
         if state is None:
             break
-        edge_start.append(len(edge_dst))
-        succ = successors(state, cfg, symmetry)
+        if store_edges:
+            edge_start.append(len(edge_dst))
+        succ = successors(state, cfg, symmetry, collapse)
         generated += len(succ)
+        if not store_edges:
+            rank = progress_rank(state)
+            for _action, nxt in succ:
+                if not progress_rank(nxt) < rank:
+                    raise _RankDidNotDrop
         if not succ:
             terminal[i] = 1
             bad = check_terminal(state, cfg)
@@ -368,16 +416,20 @@ def check(
                 j = add(c, i, aid)
                 bad = invariants(c, cfg)
                 if bad is not None and fail(bad[0], "safety", bad[1], j):
-                    edge_dst.append(j)
-                    edge_action.append(aid)
+                    edge_count += 1
+                    if store_edges:
+                        edge_dst.append(j)
+                        edge_action.append(aid)
                     stop = True
                     break
             key = (j, action_fair[aid])
             if key in keys:
                 continue
             keys.add(key)
-            edge_dst.append(j)
-            edge_action.append(aid)
+            edge_count += 1
+            if store_edges:
+                edge_dst.append(j)
+                edge_action.append(aid)
         i += 1
         if result.violation is not None and len(parent) >= explore_after_violation:
             break
@@ -400,6 +452,7 @@ def check(
                     result.stop = limit
                 break
     g.generated = generated
+    g.edge_count = edge_count
     seen.release()  # the liveness search needs only the graph columns
     if result.violation is None and result.complete:
         t0 = time.perf_counter()  # wall-clock ok: statistics only
@@ -416,6 +469,8 @@ def check(
 # --- liveness ---------------------------------------------------------------------------------------------
 def _check_liveness(result: CheckResult) -> None:
     g = result.graph
+    if g.acyclic:  # every edge lowered the progress rank: no cycle, so no infinite run to judge
+        return
     fair, count = fair_components(g, g.pending, result.fairness)
     result.nontrivial_sccs = count
     result.fair_sccs = len(fair)
@@ -424,8 +479,7 @@ def _check_liveness(result: CheckResult) -> None:
     comp = min(fair, key=lambda c: (min(g.depth[v] for v in c), min(c)))
     knot = min(comp, key=lambda v: (g.depth[v], v))
     cycle = cycle_through(g, knot, set(comp))
-    knot_state = canonical_states(g, result.config, [knot], canonical if result.symmetry else identity,
-                                  result.symmetry)[0]
+    knot_state = canonical_states(g, result.config, [knot], result.canon, result.symmetry)[0]
     stuck = [f"m{i}" for i, m in enumerate(knot_state.msgs) if not (m.done or m.dead)]
     why = (f"a {'fair ' if result.fairness else ''}cycle of {len(comp)} state(s) never consumes or "
            f"dead-letters {', '.join(stuck)}")
@@ -434,8 +488,8 @@ def _check_liveness(result: CheckResult) -> None:
 
 
 # --- traces -----------------------------------------------------------------------------------------------
-def _apply(state: State, action: Action, cfg: ModelConfig, symmetric: bool) -> State:
-    for a, nxt in successors(state, cfg, symmetric):
+def _apply(state: State, action: Action, cfg: ModelConfig, symmetric: bool, collapse: bool) -> State:
+    for a, nxt in successors(state, cfg, symmetric, collapse):
         if a == action:
             return nxt
     raise AssertionError(f"action {action.text()} is not enabled in {describe(state)}")
@@ -457,7 +511,7 @@ def canonical_states(g: StateGraph, cfg: ModelConfig, ids: list[int], canon: Cal
             v = g.parent[v]
         state = cache[v]
         for v in reversed(chain):
-            state = canon(_apply(state, g.actions[g.parent_action[v]], cfg, symmetric))
+            state = canon(_apply(state, g.actions[g.parent_action[v]], cfg, symmetric, g.collapse_ticks))
             cache[v] = state
         out.append(cache[i])
     return out
@@ -474,7 +528,7 @@ def _replay(v: Violation, g: StateGraph, cfg: ModelConfig, canon: Callable[[Stat
         steps = []
         for sid in ids:
             want = by_id[sid]
-            for action, nxt in successors(concrete, cfg):
+            for action, nxt in successors(concrete, cfg, False, g.collapse_ticks):
                 if canon(nxt) == want:
                     number += 1
                     steps.append(Step(number, action, nxt, stored_by(concrete, nxt)))
@@ -498,6 +552,9 @@ def format_stats(result: CheckResult) -> str:
             + (f", mutants {','.join(sorted(cfg.mutants))}" if cfg.mutants else ""))
     body = (f"  {st['states']} states, {st['edges']} edges, depth {st['depth']}, {st['terminal_states']} terminal, "
             f"{st['nontrivial_sccs']} cyclic component(s) ({st['fair_sccs']} fair); "
-            f"{st['seconds']:.2f} s, {st['states_per_second']} states/s, peak {st['peak_rss_mb']:.0f} MiB; "
-            f"symmetry {'on' if result.symmetry else 'off'}")
+            f"{st['seconds']:.2f} s, {st['states_per_second']} states/s "
+            f"({round(result.states / result.cpu_seconds) if result.cpu_seconds > 0 else 0} per CPU second), "
+            f"peak {st['peak_rss_mb']:.0f} MiB; symmetry {'on' if result.symmetry else 'off'}"
+            f"{', ticks collapsed' if result.graph.collapse_ticks else ''}"
+            f"{', acyclic (no edges kept)' if result.graph.acyclic else ''}")
     return head + "\n" + body

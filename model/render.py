@@ -107,7 +107,7 @@ class _Renderer:
     def step(self, action: Action, before: State, after: State) -> None:
         verb = action.verb
         if verb == "tick":
-            self.t += TICK_MS
+            self.t += TICK_MS * (action.arg("ticks") or 1)  # a collapsed tick jumps several
             return
         self.t += STEP_MS
         arg = action.arg

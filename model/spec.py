@@ -466,14 +466,29 @@ def _scheduler(s: State, cfg: ModelConfig, out: list) -> None:
 
 
 # The clock: one tick passes while any unit still waits (waits never decrease along a level's queue).
-def _clock(s: State, cfg: ModelConfig, out: list) -> None:
+def _clock(s: State, cfg: ModelConfig, out: list, collapse: bool = False) -> None:
     if not any(lv.entries and lv.entries[-1].wait > 0 for lv in s.levels):
         return
+    step = min(e.wait for lv in s.levels for e in lv.entries if e.wait > 0) if collapse else 1
     levels = tuple(
-        _with(lv, entries=tuple(_with(e, wait=e.wait - 1) if e.wait > 0 else e for e in lv.entries))
+        _with(lv, entries=tuple(_with(e, wait=e.wait - step) if e.wait > 0 else e for e in lv.entries))
         if lv.entries and lv.entries[-1].wait > 0 else lv
         for lv in s.levels)
-    out.append((Action("tick"), _with(s, levels=levels)))
+    out.append((Action("tick", (("ticks", step),)) if step > 1 else Action("tick"), _with(s, levels=levels)))
+
+
+def collapsible_ticks(cfg: ModelConfig) -> bool:
+    """Whether time may jump straight to the next instant at which some unit becomes due.
+
+    Why it is sound (for safety and terminal states; the checker uses it only on graphs proven acyclic):
+    no property and no transition but the scheduler's due test reads a wait. Take any run and move every
+    action that happens at an instant where nothing became due back to the last instant where something
+    did: a unit scheduled earlier becomes due no later, so every delivery stays enabled, the order of
+    actions is kept, and the run ends in the same state up to waits. Every collapsed run is a run of
+    ticks one at a time, so nothing is added. Not with ``offset_from_task_start``: that mutant's delivery
+    also reads whether the *next* unit is already due, which moving actions in time would change.
+    """
+    return "offset_from_task_start" not in cfg.mutants
 
 
 def _consume(s: State, cfg: ModelConfig, t: int, o: int, k: int | None, out: list) -> None:
@@ -572,11 +587,14 @@ def _crasher(s: State, cfg: ModelConfig, out: list) -> None:
         out.append((Action("crash", (("kind", kind),)), _rewind(down)))
 
 
-def successors(s: State, cfg: ModelConfig, symmetric: bool = False) -> list[tuple[Action, State]]:
+def successors(s: State, cfg: ModelConfig, symmetric: bool = False,
+               collapse_ticks: bool = False) -> list[tuple[Action, State]]:
     """Every enabled action and its successor state (the model is deterministic per action).
 
     ``symmetric``: offer the send of only one unsent message per level (the others are renamings of
     it, merged anyway by the symmetry reduction; this only saves computing them).
+    ``collapse_ticks``: the clock jumps to the next instant at which a unit becomes due (a ``tick`` with
+    ``ticks`` > 1), see ``collapsible_ticks``.
     """
     if not s.up:
         return [_restart(s, cfg)]
@@ -586,12 +604,41 @@ def successors(s: State, cfg: ModelConfig, symmetric: bool = False) -> list[tupl
     out: list[tuple[Action, State]] = []
     _producer(s, cfg, symmetric, out)
     _scheduler(s, cfg, out)
-    _clock(s, cfg, out)
+    _clock(s, cfg, out, collapse_ticks)
     _consumer(s, cfg, out)
     _client(s, cfg, out)
     _persister(s, cfg, out)
     _crasher(s, cfg, out)
     return out
+
+
+# --- progress rank (acyclicity) ---------------------------------------------------------------------------
+def progress_rank(s: State) -> tuple[int, int, int, int, int]:
+    """A rank that every transition of a model with bounded budgets lowers (lexicographically).
+
+    Why: if every edge lowers it, the state graph has no cycle, so no run is infinite and liveness
+    reduces to the terminal-state checks; the checker then need not keep the edges at all. The checker
+    compares the ranks of both ends of every edge it generates and falls back to keeping edges (and the
+    SCC search) the first time one does not drop, so a mistake here costs memory, never a verdict.
+
+    Budgets come first (a crash, a put failure or a persist point spends one), then being down (a restart
+    ends it), then work done: appended units, cursors, pull and committed offsets, ticks passed, and the
+    process queue's items nearer to their end (a resubmit outranks a due send-back).
+    """
+    work = 0
+    for m in s.msgs:
+        if m.level < 0:
+            work += 8
+    for lv in s.levels:
+        work += 8 * len(lv.entries) + 4 * lv.cursor
+        for e in lv.entries:
+            work -= e.wait
+    for tp in s.topics:
+        work += 8 * len(tp.entries) + 4 * (tp.pull + tp.cmem)
+    work += 8 * len(s.dlq)
+    for _t, _o, stage in s.pq:
+        work -= 2 if stage == AWAIT_RESUBMIT else 1
+    return (s.crashes, s.faults, s.persists, 0 if s.up else 1, -work)
 
 
 # --- fairness ----------------------------------------------------------------------------------------------

@@ -103,7 +103,7 @@ class Frontier:
     chunk is pickled and compressed into one bytes object (about 20 bytes a state instead of about
     600): small searches pay nothing for it, big ones keep their frontier small."""
 
-    def __init__(self, chunk: int = CHUNK, loose: int = 64 * CHUNK) -> None:
+    def __init__(self, chunk: int = CHUNK, loose: int = 8 * CHUNK) -> None:
         self.chunk = chunk
         self.loose = loose
         self.tail: list = []

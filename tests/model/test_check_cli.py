@@ -116,3 +116,14 @@ def test_a_graph_over_the_limit_is_refused_unless_forced(tmp_path, capsys, monke
     assert "--force-graph" in captured.err and captured.err.count("\n") == 1 and not path.exists()
     assert check_main(argv + ["--force-graph"]) == 0
     assert nx.read_graphml(path).number_of_nodes() == 752
+
+
+def test_no_tick_collapse_explores_more_states_with_the_same_verdict(capsys):
+    argv = ["--messages", "1", "--levels", "2", "--crashes", "1", "--put-failures", "0", "--json", "--no-progress"]
+    assert check_main(argv) == 0
+    collapsed = json.loads(capsys.readouterr().out)
+    assert check_main(argv + ["--no-tick-collapse"]) == 0
+    ticking = json.loads(capsys.readouterr().out)
+    assert collapsed["verdict"] == ticking["verdict"] == "ok"
+    assert collapsed["stats"]["acyclic"] and ticking["stats"]["acyclic"]
+    assert collapsed["stats"]["states"] < ticking["stats"]["states"]

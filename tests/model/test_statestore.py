@@ -50,7 +50,8 @@ def test_fingerprints_count_exactly_the_distinct_states_and_are_the_same_in_ever
     assert len({fingerprint(s) for s in exact}) == len(exact)
     assert result.collision_probability == collision_probability(result.states, result.graph.generated) < 1e-9
     code = ("from model.checker import check; from model.spec import ModelConfig; "
-            "r = check(ModelConfig(messages=2, levels=2, max_retries=1, crashes=0)); print(r.states, r.edges)")
+            "r = check(ModelConfig(messages=2, levels=2, max_retries=1, crashes=0), keep_states=True); "
+            "print(r.states, r.edges)")
     runs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                            env={"PYTHONHASHSEED": seed, "PATH": ""}, cwd=".").stdout for seed in ("1", "2")}
     assert runs == {f"{result.states} {result.edges}\n"}

@@ -1,0 +1,144 @@
+"""The checker's savings change no verdict: edges dropped on a proven-acyclic graph, and the canonical form
+skipped where no two reachable states are renamings of each other. Checked on the small clean
+configurations and on every model mutant (tests/model/test_model_check.py's MUTANT_CASES)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from model import checker as checker_module
+from model.checker import check
+from model.spec import MUTANTS, ModelConfig, initial_state, progress_rank, successors
+from model.symmetry import canonical, renamings_can_meet
+
+from .test_model_check import CLEAN, MUTANT_CASES
+
+CASES = [(cfg, None) for cfg in CLEAN] + [
+    (ModelConfig(**bounds, mutants=frozenset({name})), name) for name, (bounds, _p, _s) in sorted(MUTANT_CASES.items())]
+# the default bounds of `rmqsim check`, with and without crashes, under every mutant
+DEFAULTS = [(ModelConfig(messages=1, levels=2, max_retries=1, crashes=1, mutants=frozenset({name} if name else ()),
+                         era="4.9.8" if name == "drop_on_exception" else "5.3.3"), name)
+            for name in [None, *sorted(MUTANTS)]]
+
+
+def _ids(case):
+    cfg, name = case
+    return f"{name or 'clean'}-{cfg.messages}m{cfg.levels}l{cfg.crashes}c{cfg.put_failures}f"
+
+
+def _same_verdict(a, b):
+    assert a.verdict() == b.verdict()
+    if a.violation is not None:
+        assert a.violation.prop == b.violation.prop
+        assert len(a.violation.steps) == len(b.violation.steps)
+        assert [s.action for s in a.violation.steps] == [s.action for s in b.violation.steps]
+    assert (a.states, a.edges) == (b.states, b.edges)
+
+
+@pytest.mark.parametrize("case", CASES + DEFAULTS, ids=_ids)
+def test_without_the_edge_store_the_verdict_and_the_counts_are_the_same(case):
+    cfg, _name = case
+    lean = check(cfg, max_states=200_000, collapse_ticks=False)  # collapsing needs the acyclic mode
+    full = check(cfg, max_states=200_000, store_edges=True)
+    assert lean.graph.acyclic and len(lean.graph.edge_dst) == 0  # no fallback: every edge lowered the rank
+    assert not full.graph.acyclic and full.nontrivial_sccs == 0
+    _same_verdict(lean, full)
+
+
+@pytest.mark.parametrize("case", CASES + DEFAULTS[:1], ids=_ids)
+def test_every_edge_of_the_whole_graph_lowers_the_progress_rank(case):
+    """Past the first violation too: the rank argument must hold on the mutant's whole graph."""
+    cfg, _name = case
+    result = check(cfg, invariants=lambda s, c: None, max_states=200_000, symmetry=False, keep_states=True,
+                   explore_after_violation=200_000)  # a terminal violation must not end the walk
+    assert len(result.graph.edge_start) == result.states  # every state expanded
+    g = result.graph
+    ranks = [progress_rank(s) for s in g.states]
+    for i in range(g.expanded):
+        for j in g.targets(i):
+            assert ranks[j] < ranks[i]
+
+
+def test_a_rank_that_does_not_drop_falls_back_to_the_edge_store(monkeypatch):
+    cfg = ModelConfig(messages=1, levels=2, max_retries=1, crashes=1)
+    honest = check(cfg, collapse_ticks=False)
+    monkeypatch.setattr(checker_module, "progress_rank", lambda s: (0,))
+    fallback = check(cfg)
+    assert honest.graph.acyclic and not fallback.graph.acyclic
+    assert len(fallback.graph.edge_dst) == fallback.edges > 0
+    _same_verdict(honest, fallback)
+
+
+def test_unbounded_put_failures_keep_the_edges_and_their_cycles():
+    cfg = ModelConfig(messages=1, levels=1, max_retries=0, crashes=0, put_failures=None, persist_points=0)
+    result = check(cfg)
+    assert not result.graph.acyclic and result.nontrivial_sccs > 0
+
+
+def test_a_random_walk_lowers_the_rank_at_every_step():
+    rng = random.Random(15)
+    for name in [None, *sorted(MUTANTS)]:
+        cfg = ModelConfig(messages=3, levels=3, max_retries=2, crashes=2, put_failures=2, persist_points=2,
+                          mutants=frozenset({name} if name else ()),
+                          era="4.9.8" if name == "drop_on_exception" else "5.3.3")
+        for _ in range(30):
+            state = initial_state(cfg)
+            while True:
+                moves = successors(state, cfg)
+                if not moves:
+                    break
+                for _a, nxt in moves:
+                    assert progress_rank(nxt) < progress_rank(state)
+                state = rng.choice(moves)[1]
+
+
+DISTINCT = [(ModelConfig(messages=2, levels=2, max_retries=0, crashes=1, put_failures=0, persist_points=1), None),
+            (ModelConfig(messages=3, levels=2, max_retries=0, crashes=0, put_failures=1, persist_points=1,
+                         send_levels=(0, 1, 2)), None)]
+
+
+@pytest.mark.parametrize("case", DISTINCT + [c for c in CASES if not renamings_can_meet(c[0].send_levels)
+                                             and c[0].messages > 1], ids=_ids)
+def test_with_distinct_send_levels_the_canonical_form_merges_nothing(case):
+    """The proof in symmetry.renamings_can_meet, checked: the canonical form itself finds no two states
+    of the graph that are renamings of each other."""
+    cfg, _name = case
+    result = check(cfg, invariants=lambda s, c: None, symmetry=False, keep_states=True, max_states=200_000,
+                   explore_after_violation=200_000)
+    assert len(result.graph.edge_start) == result.states
+    assert len({canonical(s) for s in result.graph.states}) == result.states
+    skipped = check(cfg, max_states=200_000)
+    assert skipped.canon is not canonical
+    _same_verdict(skipped, check(cfg, symmetry=False, max_states=200_000))
+
+
+def test_equal_send_levels_keep_the_canonical_form():
+    cfg = ModelConfig(messages=2, levels=2, max_retries=1, crashes=0, send_levels=(1, 1))
+    reduced = check(cfg)
+    assert reduced.canon is canonical
+    assert reduced.states < check(cfg, symmetry=False).states
+
+
+@pytest.mark.parametrize("case", CASES + DEFAULTS, ids=_ids)
+def test_collapsed_ticks_give_the_same_verdict(case):
+    cfg, name = case
+    collapsed = check(cfg, max_states=200_000)
+    ticking = check(cfg, max_states=200_000, collapse_ticks=False)
+    assert collapsed.graph.collapse_ticks == (name != "offset_from_task_start")
+    assert not ticking.graph.collapse_ticks
+    assert collapsed.verdict() == ticking.verdict()
+    assert collapsed.states <= ticking.states
+    if ticking.violation is not None:
+        assert collapsed.violation.prop == ticking.violation.prop
+        assert collapsed.violation.kind == ticking.violation.kind
+
+
+def test_collapsed_ticks_save_states_and_a_trace_shows_the_jump():
+    cfg = ModelConfig(messages=1, levels=2, max_retries=1, crashes=1, put_failures=0)
+    assert check(cfg).states < check(cfg, collapse_ticks=False).states
+    v = check(ModelConfig(messages=1, levels=3, max_retries=1, crashes=0, put_failures=0, persist_points=0,
+                          send_levels=(3,), mutants=frozenset({"retry_level_2_plus_r"}))).violation
+    assert v is not None and v.prop == "retry_schedule"
+    assert any(step.action.text() == "tick ticks=3" for step in v.steps), v.format()
