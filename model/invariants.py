@@ -23,6 +23,8 @@ from .stats import (
 )
 from .topics import SCHEDULE_TOPIC, TIMER_TOPIC
 
+LEVEL_POLL_MS = 100  # ScheduleMessageService.DELAY_FOR_A_WHILE
+
 CONSUME_SUCCESS = "CONSUME_SUCCESS"
 MAX_QUOTED_EVENTS = 8
 MAX_VIOLATIONS = 50
@@ -75,6 +77,7 @@ class RunContext:
     duplicate_window_ms: int = 22_000  # persist windows: delay offsets + broker offsets + client offsets + slack
     extra: dict = field(default_factory=dict)
     era: str = "5.3.3"  # the broker's and clients' RocketMQ version: the producer fallback's DLQ rule differs
+    cq_units_per_file: int = 300_000  # a level's poll reads to the end of one consume-queue file
 
     @classmethod
     def from_history(cls, events: list[dict], **facts) -> RunContext:
@@ -654,8 +657,19 @@ def check_bounded_lateness(ix: _Index, ctx: RunContext) -> dict:
         if is_schedule_store(e):
             schedule_stores[e["msg_id"]].append(e)
     delivered: set[tuple[str, object]] = set()
+    # getIndexBuffer ends at its consume-queue file: a level's poll stops there, and the units of the next file
+    # wait for the next poll (DELAY_FOR_A_WHILE) however long they have been due. So each poll of the level that
+    # began at a file's first unit since a copy fell due may add one poll to its lateness.
+    file_start_polls: dict[int, set[int]] = defaultdict(set)
+    for e in ix.by_kind["deliver"]:
+        if isinstance(e["level"], int) and (e.get("schedule_queue_offset") or 0) > 0 \
+                and e["schedule_queue_offset"] % ctx.cq_units_per_file == 0:
+            file_start_polls[e["level"]].add(e["t_ms"])
     for r in delivery_lateness(ix.events):
         bound = ctx.timer_precision_ms + POLL_SLACK_MS if r.level == "timer" else POLL_SLACK_MS
+        crossed = file_start_polls.get(r.level)
+        if crossed:
+            bound += LEVEL_POLL_MS * sum(1 for t in crossed if r.due_mono_ms < t <= r.t_ms)
         delivered.add((r.msg_id, r.level))
         if r.due_mono_ms < settled:
             continue
@@ -698,6 +712,21 @@ def check_duplicates(ix: _Index, ctx: RunContext) -> dict:
     # empty or old, and any amount of redelivery is RocketMQ's documented behaviour, not a bounded window.
     power_times = [e["t_ms"] for e in ix.power_crashes]
     graceful = [e for e in ix.by_kind["crash"] if e.get("crash_kind") == "shutdown"]
+    # A level's redelivery comes from delayOffset.json as last written: a crash (or a shutdown whose persist
+    # the plan crashed) before any persist after the first delivery excuses it, however long ago that was
+    # (the first persist after a start waits 10 s, so quick restarts may never write the file).
+    delay_persists = [p["seq"] for p in ix.by_kind["persist"] if p.get("file") == "delayOffset.json"]
+    failed_shutdowns = {f["t_ms"] for f in ix.by_kind["fault"]
+                        if f.get("site") == "persist.delayOffset.json" and f.get("action") == "crash during shutdown"}
+    delay_cuts = [c for c in ix.by_kind["crash"] if c.get("target") == "broker" and (
+        c.get("crash_kind") != "shutdown" or c["t_ms"] in failed_shutdowns)]
+    graceful = [g for g in graceful if g["t_ms"] not in failed_shutdowns or g.get("target") != "broker"]
+
+    def unpersisted_delay_offset(original: dict, again: dict) -> bool:
+        return original.get("level") != "timer" and any(
+            original["seq"] < c["seq"] < again["seq"] and not any(original["seq"] < p < c["seq"] for p in delay_persists)
+            for c in delay_cuts)
+
     for e in ix.events:
         if e["kind"] == "consume" and e["status"] == CONSUME_SUCCESS:
             group = e["group"] + ("/" + e["client_id"] if e["group"] in broadcast else "")
@@ -714,8 +743,9 @@ def check_duplicates(ix: _Index, ctx: RunContext) -> dict:
         explained = any(t - original["t_ms"] <= ctx.duplicate_window_ms for t in window) or any(
             original["t_ms"] <= t <= e["t_ms"] for t in power_times) or (
             key[0] == "consume" and e["reconsume_times"] != original["reconsume_times"] and _repeat_after_a_crash(
-                ix, [c for c in ix.by_msg[e["msg_id"]] if c["kind"] == "consume" and c["group"] == e["group"]], e))
-        if key[0] == "deliver" and not window and any(
+                ix, [c for c in ix.by_msg[e["msg_id"]] if c["kind"] == "consume" and c["group"] == e["group"]], e)) or (
+            key[0] == "deliver" and unpersisted_delay_offset(original, e))
+        if key[0] == "deliver" and not window and not explained and any(
                 original["t_ms"] <= g["t_ms"] <= e["t_ms"] and not _slot_unfinished(original, g, ctx) for g in graceful):
             violations.append({"msg_id": e["msg_id"], "events": ix.quote(e["msg_id"]),
                                "explanation": f"delivered from level {e['level']} again after a graceful restart "
