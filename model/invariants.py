@@ -10,6 +10,7 @@ not: delay levels, phase times; the groups come from the history's ``consumer_st
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -24,6 +25,7 @@ from .stats import (
 from .topics import SCHEDULE_TOPIC, TIMER_TOPIC
 
 LEVEL_POLL_MS = 100  # ScheduleMessageService.DELAY_FOR_A_WHILE
+TIMER_GAVE_UP = re.compile(r"Message processing failed after (\d+) retries\. Msg: (\S+)")
 
 CONSUME_SUCCESS = "CONSUME_SUCCESS"
 MAX_QUOTED_EVENTS = 8
@@ -78,6 +80,7 @@ class RunContext:
     extra: dict = field(default_factory=dict)
     era: str = "5.3.3"  # the broker's and clients' RocketMQ version: the producer fallback's DLQ rule differs
     cq_units_per_file: int = 300_000  # a level's poll reads to the end of one consume-queue file
+    timer_retry_until_success: bool = False  # timerEnableRetryUntilSuccess: without it 5.3.3 gives a put up (#8979)
 
     @classmethod
     def from_history(cls, events: list[dict], **facts) -> RunContext:
@@ -133,6 +136,14 @@ class _Index:
             for m in e["lost_msg_ids"]:
                 self.cut_by_fault[m].append(e["seq"])
         self.stale_units = self._stale_units_after_power_failure()
+        # #8979: without timerEnableRetryUntilSuccess (the default) 5.3.2-5.3.3 drop a due timer message whose put
+        # failed three times, with this ERROR line; check_events turns the excuse on only for such a broker
+        self.timer_gives_up = False
+        self.timer_gave_up: dict[str, int] = {}
+        for e in self.by_kind["log"]:
+            m = TIMER_GAVE_UP.match(e["message"]) if e["logger"] == "TimerMessageStore" else None
+            if m is not None and int(m.group(1)) >= 3:
+                self.timer_gave_up[m.group(2)] = e["seq"]
         for e in self.stale_units:
             if e["msg_id"]:
                 self.cut_by_fault[e["msg_id"]].append(e["seq"])
@@ -229,6 +240,7 @@ class _Index:
                 or self.behind_a_torn_timer_unit(msg_id, after_seq)
                 or self.behind_a_stale_unit(msg_id, after_seq)
                 or self.skipped_by_a_stale_timer_queue_offset(msg_id, after_seq)
+                or (self.timer_gives_up and self.timer_gave_up.get(msg_id, -1) > after_seq)
                 or (group is not None and self.below_a_committed_offset(msg_id, group, after_seq)))
 
     def consumed_copy_destroyed(self, attempt: dict) -> bool:
@@ -429,6 +441,12 @@ def check_no_early_delivery(ix: _Index, ctx: RunContext) -> dict:
             continue  # correctDeliverTimestamp: the deliver time lay more than one level-delay ahead (clock stepped)
         if ix.read_through_a_stale_reference(d, ctx):
             continue
+        if d["level"] == "timer" and any(
+                st["seq"] < d["seq"] and st["by_ms"] < 0 and d["due_ms"] < st["broker_ms"] - st["by_ms"]
+                for st in ix.clock_steps):
+            # putMessageToTimerWheel: a copy due before the wheel's write time goes straight to the put side, and
+            # a backwards step leaves the write time ahead of the broker clock (up to the time before the step)
+            continue
         what = "timer message" if d["level"] == "timer" else f"level-{d['level']} message"
         violations.append({"msg_id": d["msg_id"], "events": ix.quote(d["msg_id"]),
                            "explanation": f"the {what} reached {d['topic']} at broker time {d['broker_ms']}, "
@@ -516,8 +534,14 @@ def _dead_letter_problem(ix: _Index, events: list[dict], consumes: list[dict], g
         r = rt - 1
         why_not = _late_by_4x_fallback(ix, events, group, dead, r, ctx)
         trigger = [c for c in failed if c["reconsume_times"] == r]
+        # attempt ``limit`` whose broker send-back failed: the broker would have dead-lettered it; its fallback
+        # (RECONSUME_TIME limit + 1) does, after an earlier attempt's send-back went through the broker
+        broker_would_have = r == limit and any(
+            b["kind"] == "send_back" and b["group"] == group and b.get("path") == "broker" and b["result"] == "failed"
+            and b["reconsume_times"] == r and b["seq"] > trigger[-1]["seq"] for b in events if b["seq"] < dead["seq"]
+        ) if trigger else False
         if why_not is None and (r < limit - 1 or not trigger
-                                or (r > limit - 1 and not _local_repeat(consumes, trigger[-1]))):
+                                or (r > limit - 1 and not _local_repeat(consumes, trigger[-1]) and not broker_would_have)):
             why_not = f"attempt {r} is not the first to reach RECONSUME_TIME >= {limit}"
         return None if why_not is None else f"{count} (not 4.9.8's producer fallback: {why_not})"
     cause = next((b for b in events if b["kind"] == "send_back" and b["group"] == group and b["seq"] > dead["seq"]),
@@ -591,6 +615,25 @@ def check_dlq_after_max_retries(ix: _Index, ctx: RunContext) -> dict:
 
 
 # --- retry_schedule ------------------------------------------------------------------------------------------
+def _delivered_by_a_stale_unit(ix: _Index, events: list[dict], c: dict) -> bool:
+    """After a power failure a level's consume queue may keep a stale unit (#495): its tagsCode, the deliver time
+    the level trusts, is not that of any copy the message was stored with, so the copy it points at comes back
+    at a time no send-back chose. Recognised by the deliver that made the consumed copy naming a due time no
+    stored schedule copy of the message has."""
+    if not ix.power_crashes:
+        return False
+    made = next((e for e in events if e["kind"] == "store" and e["seq"] < c["seq"]
+                 and e["topic"] == c.get("queue_topic", c["topic"]) and e["queue_id"] == c["queue_id"]
+                 and e["queue_offset"] == c["queue_offset"]), None)
+    if made is None:
+        return False
+    deliver = next((e for e in events if e["kind"] == "deliver" and e["t_ms"] == made["t_ms"]
+                    and e["topic"] == made["topic"] and isinstance(e["level"], int)), None)
+    if deliver is None or not any(p["seq"] < deliver["seq"] for p in ix.power_crashes):
+        return False
+    return deliver["due_ms"] not in {e.get("due_ms") for e in events if is_schedule_store(e)}
+
+
 def check_retry_schedule(ix: _Index, ctx: RunContext) -> dict:
     """Retry k comes no sooner than its level's delay after the send-back of attempt k-1 (level 3 + (k-1), or
     the level the send-back named). The deliver time is the store time plus the delay on the broker's wall
@@ -619,6 +662,8 @@ def check_retry_schedule(ix: _Index, ctx: RunContext) -> dict:
             sent_back = backs[0]  # the earliest copy comes back first: the most lenient pairing with duplicates
             if any(sent_back["t_ms"] <= t <= c["t_ms"] for t in step_times):
                 continue  # a backwards clock step in between: correctDeliverTimestamp may deliver early
+            if _delivered_by_a_stale_unit(ix, events, c):
+                continue
             checked += 1
             named = sent_back.get("delay_level") or 0  # cleanExpireMsg names level 3; 0: the broker's 3 + r
             level = min(named if named > 0 else 3 + (k - 1), ctx.max_delay_level)
@@ -702,6 +747,13 @@ def _slot_unfinished(deliver: dict, shutdown: dict, ctx: RunContext) -> bool:
     return deliver["level"] == "timer" and read_ms is not None and deliver["due_ms"] - ctx.timer_precision_ms >= read_ms
 
 
+def _direct_timer_put_replayed(original: dict, again: dict) -> bool:
+    """A timer copy put straight to the put side (due before the wheel's write time: never in the timer log, slot
+    -1) is read again after any restart: recover() resumes the timer queue at the queue offset of the timer
+    log's last unit (reviseQueueOffset), which lies before every copy that skipped the log."""
+    return original["level"] == "timer" and original.get("slot_ms") == -1 and again.get("slot_ms") == -1
+
+
 def check_duplicates(ix: _Index, ctx: RunContext) -> dict:
     """Duplicates are expected after crashes, bounded by the persist windows; a graceful restart makes none."""
     violations = []
@@ -746,7 +798,8 @@ def check_duplicates(ix: _Index, ctx: RunContext) -> dict:
                 ix, [c for c in ix.by_msg[e["msg_id"]] if c["kind"] == "consume" and c["group"] == e["group"]], e)) or (
             key[0] == "deliver" and unpersisted_delay_offset(original, e))
         if key[0] == "deliver" and not window and not explained and any(
-                original["t_ms"] <= g["t_ms"] <= e["t_ms"] and not _slot_unfinished(original, g, ctx) for g in graceful):
+                original["t_ms"] <= g["t_ms"] <= e["t_ms"] and not _slot_unfinished(original, g, ctx)
+                and not _direct_timer_put_replayed(original, e) for g in graceful):
             violations.append({"msg_id": e["msg_id"], "events": ix.quote(e["msg_id"]),
                                "explanation": f"delivered from level {e['level']} again after a graceful restart "
                                               f"(first at t={original['t_ms']} ms): the shutdown did not persist "
@@ -950,6 +1003,7 @@ VACUITY = {
 def check_events(events: list[dict], ctx: RunContext, only: list[str] | None = None) -> dict:
     """Every invariant (or those in ``only``), each verdict with ``vacuous`` (and ``vacuous_reason``) set."""
     ix = _Index(events)
+    ix.timer_gives_up = not ctx.timer_retry_until_success
     out = {}
     for name, fn in CHECKS.items():
         if only is not None and name not in only:
