@@ -754,6 +754,12 @@ def _direct_timer_put_replayed(original: dict, again: dict) -> bool:
     return original["level"] == "timer" and original.get("slot_ms") == -1 and again.get("slot_ms") == -1
 
 
+def _consumed_a_replayed_timer_copy(events: list[dict], original: dict, again: dict) -> bool:
+    """``again`` consumed a copy that a restart's timer replay (``_direct_timer_put_replayed``) put out anew."""
+    direct = [e for e in events if e["kind"] == "deliver" and e["level"] == "timer" and e.get("slot_ms") == -1]
+    return any(original["seq"] < d["seq"] < again["seq"] for d in direct[1:])
+
+
 def check_duplicates(ix: _Index, ctx: RunContext) -> dict:
     """Duplicates are expected after crashes, bounded by the persist windows; a graceful restart makes none."""
     violations = []
@@ -772,7 +778,10 @@ def check_duplicates(ix: _Index, ctx: RunContext) -> dict:
                         if f.get("site") == "persist.delayOffset.json" and f.get("action") == "crash during shutdown"}
     delay_cuts = [c for c in ix.by_kind["crash"] if c.get("target") == "broker" and (
         c.get("crash_kind") != "shutdown" or c["t_ms"] in failed_shutdowns)]
-    graceful = [g for g in graceful if g["t_ms"] not in failed_shutdowns or g.get("target") != "broker"]
+    # a shutdown the plan crashed is a crash: what it had not persisted yet is lost
+    graceful = [g for g in graceful if g["t_ms"] not in failed_shutdowns]
+    crash_times = sorted(crash_times + [g["t_ms"] for g in ix.by_kind["crash"]
+                                        if g.get("crash_kind") == "shutdown" and g["t_ms"] in failed_shutdowns])
 
     def unpersisted_delay_offset(original: dict, again: dict) -> bool:
         return original.get("level") != "timer" and any(
@@ -796,10 +805,10 @@ def check_duplicates(ix: _Index, ctx: RunContext) -> dict:
             original["t_ms"] <= t <= e["t_ms"] for t in power_times) or (
             key[0] == "consume" and e["reconsume_times"] != original["reconsume_times"] and _repeat_after_a_crash(
                 ix, [c for c in ix.by_msg[e["msg_id"]] if c["kind"] == "consume" and c["group"] == e["group"]], e)) or (
-            key[0] == "deliver" and unpersisted_delay_offset(original, e))
+            key[0] == "deliver" and (unpersisted_delay_offset(original, e) or _direct_timer_put_replayed(original, e))) or (
+            key[0] == "consume" and _consumed_a_replayed_timer_copy(ix.by_msg[e["msg_id"]], original, e))
         if key[0] == "deliver" and not window and not explained and any(
-                original["t_ms"] <= g["t_ms"] <= e["t_ms"] and not _slot_unfinished(original, g, ctx)
-                and not _direct_timer_put_replayed(original, e) for g in graceful):
+                original["t_ms"] <= g["t_ms"] <= e["t_ms"] and not _slot_unfinished(original, g, ctx) for g in graceful):
             violations.append({"msg_id": e["msg_id"], "events": ix.quote(e["msg_id"]),
                                "explanation": f"delivered from level {e['level']} again after a graceful restart "
                                               f"(first at t={original['t_ms']} ms): the shutdown did not persist "
