@@ -46,6 +46,8 @@ def test_triaged_generated_scenario_holds(seed):
     result = _run(seed)
     assert result.summary.get("simulator_error") is None
     assert not _failed(result)
+    vacuous = [k for k, v in result.summary["invariants"].items() if v.get("vacuous")]
+    assert not vacuous, vacuous
 
 
 def _check(result, events=None, **ctx_changes) -> dict:
