@@ -710,8 +710,23 @@ def check_bounded_lateness(ix: _Index, ctx: RunContext) -> dict:
         if isinstance(e["level"], int) and (e.get("schedule_queue_offset") or 0) > 0 \
                 and e["schedule_queue_offset"] % ctx.cq_units_per_file == 0:
             file_start_polls[e["level"]].add(e["t_ms"])
+    # A deliver time is the store time plus the delay on the broker's wall clock: a backwards step between the
+    # store and the delivery postpones the copy by the step on the simulator's clock (correctDeliverTimestamp
+    # only acts on a deliver time more than one level-delay ahead), so such a copy may be that much later.
+    back_steps = [(e["t_ms"], -e["by_ms"]) for e in ix.clock_steps if e.get("by_ms", 0) < 0]
+    stored_at: dict[tuple[str, int], int] = {}
+    if back_steps:
+        last: dict[str, int] = {}
+        for e in ix.events:
+            if is_schedule_store(e):
+                last[e["msg_id"]] = e["t_ms"]
+            elif e["kind"] == "deliver" and e["msg_id"] in last:
+                stored_at[(e["msg_id"], e["t_ms"])] = last[e["msg_id"]]
     for r in delivery_lateness(ix.events):
         bound = ctx.timer_precision_ms + POLL_SLACK_MS if r.level == "timer" else POLL_SLACK_MS
+        if back_steps:
+            store_t = stored_at.get((r.msg_id, r.t_ms), r.t_ms)
+            bound += sum(by for t, by in back_steps if store_t <= t <= r.t_ms)
         crossed = file_start_polls.get(r.level)
         if crossed:
             bound += LEVEL_POLL_MS * sum(1 for t in crossed if r.due_mono_ms < t <= r.t_ms)

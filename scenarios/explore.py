@@ -148,8 +148,9 @@ def _drain_ms(doc: dict) -> int:
     ladder = max(_ladder(s), default=0)  # groups work through their ladders side by side
     back = max([-st.by_ms for st in s.faults.clock_steps] + [0])
     # a slow consumer works through its backlog after the last send: messages x consume time / instances
-    backlog = max([sum(p.messages for p in s.producers) * max(c.consume_time_ms, 1) // c.instances
-                   for c in s.consumers] + [0])
+    # (each attempt of a failing listener takes its consume time again)
+    sent = sum(p.messages for p in s.producers)
+    backlog = max([sent * max(c.consume_time_ms, 1) * (1 + _retries(c)) // c.instances for c in s.consumers] + [0])
     return longest_delay_ms(s) + ladder + back + backlog + 30_000
 
 
@@ -159,9 +160,12 @@ def _ladder(s: Scenario):
     table = parse_delay_level(s.broker.message_delay_level)
     top = max(table)
     for c in s.consumers:
-        limit = 16 if c.max_reconsume_times == -1 else c.max_reconsume_times
-        retries = limit if c.fail_probability > 0 else min(max(c.fail_first, 1), limit)
-        yield sum(table[min(3 + k, top)] for k in range(retries))
+        yield sum(table[min(3 + k, top)] for k in range(_retries(c)))
+
+
+def _retries(c) -> int:
+    limit = 16 if c.max_reconsume_times == -1 else c.max_reconsume_times
+    return limit if c.fail_probability > 0 else min(max(c.fail_first, 1), limit)
 
 
 def generate(seed: int) -> Scenario:

@@ -14,6 +14,9 @@ and watching the invariant fail again.
 | 70, 77 | no_early_delivery, duplicates | backwards step: timer copies due before the write time skip the log, and | excuse |
 |  |  | recover() (reviseQueueOffset) resumes before them after a restart | |
 | 95 | dlq_after_max_retries | 4.9.8: attempt max's broker send-back failed, its fallback dead-letters | excuse |
+| 3735928559 | bounded_lateness | a backwards step (2 s < a level delay) postpones copies stored before it | excuse |
+| 5 (new) | bounded_lateness vacuous | copies a rollback destroyed counted as due | vacuity rule |
+| 13, 28 (new) | no_loss | slow-listener drain without the consume time of every attempt | generator |
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from sim.checking import context_of
 from sim.run import run_scenario
 
 REPRO = Path(__file__).resolve().parent.parent / "data" / "repro"
-SEEDS = (4, 5, 10, 17, 19, 31, 41, 61, 70, 71, 77, 95)
+SEEDS = (4, 5, 10, 17, 19, 31, 41, 61, 70, 71, 77, 95, 3735928559)
 
 
 def _run(seed: int):
@@ -119,3 +122,22 @@ def test_4x_fallback_of_the_last_attempt_dead_letters():
     no_failed_broker = [e for e in events if not (e["kind"] == "send_back" and e.get("path") == "broker"
                                                    and e["result"] == "failed")]
     assert "dlq_after_max_retries" in _check(result, no_failed_broker)
+
+
+def test_copies_stored_before_a_backwards_step_come_that_much_later():
+    result = _run(3735928559)
+    events = result.history.events
+    assert "bounded_lateness" not in _check(result)
+    no_steps = [e for e in events if not (e["kind"] == "fault" and e.get("site") == "clock")]
+    assert "bounded_lateness" in _check(result, no_steps)
+
+
+def test_a_slow_listener_scenario_drains_every_attempt():
+    from scenarios.explore import generate
+
+    slow = [s for s in range(1, 120) if generate_doc(s)["duration"] == "15m"]
+    assert slow
+    for seed in slow:
+        scenario = generate(seed)
+        c = scenario.consumers[0]
+        assert scenario.drain_ms >= c.consume_time_ms * (c.max_reconsume_times + 1), seed
