@@ -241,7 +241,26 @@ class _Index:
                 or self.behind_a_stale_unit(msg_id, after_seq)
                 or self.skipped_by_a_stale_timer_queue_offset(msg_id, after_seq)
                 or (self.timer_gives_up and self.timer_gave_up.get(msg_id, -1) > after_seq)
+                or self.behind_a_restarted_timer_read_time(msg_id, after_seq)
                 or (group is not None and self.below_a_committed_offset(msg_id, group, after_seq)))
+
+    def behind_a_restarted_timer_read_time(self, msg_id: str, after_seq: int = -1) -> bool:
+        """A backwards clock step leaves the wheel's read time ahead of the clock (the reader waits for the clock
+        to catch up); a restart then reloads that read time from timercheck but sets the write time to now
+        (TimerMessageStore.recover), so a copy due before the read time is linked into a slot the reader has
+        passed and never read. Covers timer copies still undelivered at such a restart (enqueued after it), due
+        before the broker time the clock had reached before the step."""
+        delivered = [d["seq"] for d in self.by_msg.get(msg_id, []) if d["kind"] == "deliver"]
+        for e in self._stores(msg_id, after_seq):
+            out = e.get("timer_out_ms")
+            if out is None:
+                continue
+            for st in self.clock_steps:
+                if st.get("by_ms", 0) < 0 and out < st["broker_ms"] - st["by_ms"] and any(
+                        r["seq"] > st["seq"] and not any(e["seq"] < d < r["seq"] for d in delivered)
+                        for r in self.restarts):
+                    return True
+        return False
 
     def consumed_copy_destroyed(self, attempt: dict) -> bool:
         """The copy a consume attempt read was destroyed after it was stored: a store rollback to a snapshot
