@@ -17,6 +17,8 @@ and watching the invariant fail again.
 | 3735928559 | bounded_lateness | a backwards step (2 s < a level delay) postpones copies stored before it | excuse |
 | 5 (new) | bounded_lateness vacuous | copies a rollback destroyed counted as due | vacuity rule |
 | 13, 28 (new) | no_loss | slow-listener drain without the consume time of every attempt | generator |
+| 70, 86 (fault window) | no_loss | backwards step, then a restart: recover reloads the read time ahead of the | excuse |
+|  |  | clock and sets the write time to now: copies due in between go to slots already read | |
 """
 
 from __future__ import annotations
@@ -141,3 +143,13 @@ def test_a_slow_listener_scenario_drains_every_attempt():
         scenario = generate(seed)
         c = scenario.consumers[0]
         assert scenario.drain_ms >= c.consume_time_ms * (c.max_reconsume_times + 1), seed
+
+
+@pytest.mark.parametrize("name", ["explore-70-fault-window", "explore-86-fault-window"])
+def test_timer_copies_enqueued_after_a_restart_behind_the_read_time_a_backwards_step_left(name):
+    seed = int(name.split("-")[1])
+    result = run_scenario(load_scenario_file(str(REPRO / f"{name}.toml")), seed, shuffle_ties=True)
+    assert not _failed(result)
+    events = result.history.events
+    no_steps = [e for e in events if not (e["kind"] == "fault" and e.get("site") == "clock")]
+    assert "no_loss" in _check(result, no_steps)
