@@ -95,3 +95,12 @@ def test_the_combinations_are_only_in_the_explorer_shapes():
             assert full["faults"] == base["faults"] and full["topic"] == base["topic"]
     combos = [s for s in range(1, 200) if generate_doc(s) != generate_doc(s, combos=False)]
     assert len(combos) > 20
+
+
+def test_the_first_group_can_get_through_its_failures():
+    """Explore seed 163: fail_first 3 with max_reconsume_times 0 sent every message to the DLQ; nothing was
+    consumed and the duplicates verdict was vacuous."""
+    for seed in range(1, 300):
+        c = generate_doc(seed, combos=False)["consumer"][0]
+        if "fail_first" in c and "max_reconsume_times" in c:
+            assert c["max_reconsume_times"] >= c["fail_first"], seed
