@@ -17,6 +17,7 @@ and watching the invariant fail again.
 | 3735928559 | bounded_lateness | a backwards step (2 s < a level delay) postpones copies stored before it | excuse |
 | 5 (new) | bounded_lateness vacuous | copies a rollback destroyed counted as due | vacuity rule |
 | 13, 28 (new) | no_loss | slow-listener drain without the consume time of every attempt | generator |
+| 166 | bounded_lateness | a level queue is FIFO: copies behind one stored before a backwards step wait for it | excuse |
 | 70, 86 (fault window) | no_loss | backwards step, then a restart: recover reloads the read time ahead of the | excuse |
 |  |  | clock and sets the write time to now: copies due in between go to slots already read | |
 """
@@ -35,7 +36,7 @@ from sim.checking import context_of
 from sim.run import run_scenario
 
 REPRO = Path(__file__).resolve().parent.parent / "data" / "repro"
-SEEDS = (4, 5, 10, 17, 19, 31, 41, 61, 70, 71, 77, 95, 3735928559)
+SEEDS = (4, 5, 10, 17, 19, 31, 41, 61, 70, 71, 77, 95, 166, 3735928559)
 
 
 def _run(seed: int):
@@ -153,3 +154,11 @@ def test_timer_copies_enqueued_after_a_restart_behind_the_read_time_a_backwards_
     events = result.history.events
     no_steps = [e for e in events if not (e["kind"] == "fault" and e.get("site") == "clock")]
     assert "no_loss" in _check(result, no_steps)
+
+
+def test_level_copies_queued_behind_one_stored_before_a_backwards_step():
+    result = _run(166)
+    events = result.history.events
+    assert "bounded_lateness" not in _check(result)
+    no_steps = [e for e in events if not (e["kind"] == "fault" and e.get("site") == "clock")]
+    assert "bounded_lateness" in _check(result, no_steps)
