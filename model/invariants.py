@@ -242,7 +242,20 @@ class _Index:
                 or self.skipped_by_a_stale_timer_queue_offset(msg_id, after_seq)
                 or (self.timer_gives_up and self.timer_gave_up.get(msg_id, -1) > after_seq)
                 or self.behind_a_restarted_timer_read_time(msg_id, after_seq)
+                or self.broker_gone_after_power_failure(after_seq)
                 or (group is not None and self.below_a_committed_offset(msg_id, group, after_seq)))
+
+    def broker_gone_after_power_failure(self, after_seq: int = -1) -> bool:
+        """#9705 (before develop): config files are written without fsync, so a power failure within the kernel's
+        30 s writeback of a rewrite (a shutdown, a new topic) can tear topics.json and its .bak; the broker then
+        refuses to start and never comes back. Whatever was still to come after that is RocketMQ's loss."""
+        for r in self.by_kind["restart"]:
+            if r["target"] == "broker" and r.get("ok") is False and r["seq"] > after_seq and ".json" in r.get("error", ""):
+                crash = next((c for c in reversed(self.broker_crashes) if c["seq"] < r["seq"]), None)
+                later = any(x["seq"] > r["seq"] for x in self.restarts)
+                if crash is not None and crash.get("crash_kind") == "power" and not later:
+                    return True
+        return False
 
     def behind_a_restarted_timer_read_time(self, msg_id: str, after_seq: int = -1) -> bool:
         """A backwards clock step leaves the wheel's read time ahead of the clock (the reader waits for the clock

@@ -17,6 +17,7 @@ and watching the invariant fail again.
 | 3735928559 | bounded_lateness | a backwards step (2 s < a level delay) postpones copies stored before it | excuse |
 | 5 (new) | bounded_lateness vacuous | copies a rollback destroyed counted as due | vacuity rule |
 | 13, 28 (new) | no_loss | slow-listener drain without the consume time of every attempt | generator |
+| 13 (base) | no_loss | power failure < 35 s after a shutdown rewrote topics.json (#9705): broker gone | excuse |
 | 166 | bounded_lateness | a level queue is FIFO: copies behind one stored before a backwards step wait for it | excuse |
 | 70, 86 (fault window) | no_loss | backwards step, then a restart: recover reloads the read time ahead of the | excuse |
 |  |  | clock and sets the write time to now: copies due in between go to slots already read | |
@@ -162,3 +163,12 @@ def test_level_copies_queued_behind_one_stored_before_a_backwards_step():
     assert "bounded_lateness" not in _check(result)
     no_steps = [e for e in events if not (e["kind"] == "fault" and e.get("site") == "clock")]
     assert "bounded_lateness" in _check(result, no_steps)
+
+
+def test_what_was_still_to_come_when_the_broker_refused_to_start_after_a_power_failure():
+    result = run_scenario(load_scenario_file(str(REPRO / "explore-13-base.toml")), 13, shuffle_ties=True)
+    assert not _failed(result)
+    events = result.history.events
+    (failed,) = [e for e in events if e["kind"] == "restart" and e.get("ok") is False]
+    assert "topics.json" in failed["error"]
+    assert "no_loss" in _check(result, [e for e in events if e is not failed])
