@@ -90,6 +90,10 @@ def generate_doc(seed: int, combos: bool = True) -> dict:
             # the first group gets through: with every attempt failing into the DLQ nothing is consumed, and the
             # duplicates check has nothing to look at (explore seed 163, vacuous); the others keep the DLQ path
             c["max_reconsume_times"] = c["fail_first"]
+        if c.get("model") == "BROADCASTING":
+            # BROADCASTING drops a failed message (no retry): with fail_first every message fails once and nothing
+            # is ever consumed, so duplicates checks nothing (explore seed 185, vacuous)
+            c.pop("fail_first", None)
         if "slow_consumer" in on:
             c["consume_time"] = format_duration_ms(rng.choice((50, 200, 500)))
         consumers.append(c)

@@ -104,3 +104,11 @@ def test_the_first_group_can_get_through_its_failures():
         c = generate_doc(seed, combos=False)["consumer"][0]
         if "fail_first" in c and "max_reconsume_times" in c:
             assert c["max_reconsume_times"] >= c["fail_first"], seed
+
+
+def test_a_broadcasting_group_never_fails_every_first_attempt():
+    """Explore seed 185: BROADCASTING drops a failed message, so fail_first left nothing consumed (vacuous)."""
+    for seed in range(1, 300):
+        for c in generate_doc(seed)["consumer"]:
+            if c.get("model") == "BROADCASTING":
+                assert "fail_first" not in c, seed
