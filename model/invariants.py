@@ -588,6 +588,8 @@ def _dead_letter_problem(ix: _Index, events: list[dict], consumes: list[dict], g
         return count + (" (not 4.9.8's producer fallback: it did not come through SCHEDULE_TOPIC_XXXX)"
                         if era4 and rt == limit else "")
     last = [c for c in failed if c["reconsume_times"] == rt - 1] or failed
+    if failed and failed[-1]["seq"] > last[-1]["seq"] and _local_repeat(consumes, failed[-1]):
+        last = [failed[-1]]  # the client's local retry (in-memory reconsumeTimes raised) is what was sent back
     backs = [b for b in events if b["kind"] == "send_back" and b["group"] == group
              and last[-1]["seq"] < b["seq"] < dead["seq"]]
     since = dead["t_ms"] - (backs[-1]["t_ms"] if backs else last[-1]["t_ms"])

@@ -18,6 +18,7 @@ and watching the invariant fail again.
 | 5 (new) | bounded_lateness vacuous | copies a rollback destroyed counted as due | vacuity rule |
 | 13, 28 (new) | no_loss | slow-listener drain without the consume time of every attempt | generator |
 | 13 (base) | no_loss | power failure < 35 s after a shutdown rewrote topics.json (#9705): broker gone | excuse |
+| 103, 107, 108 (base) | dlq_after_max_retries | DLQ timed from the attempt before the client's local retry | invariant bug |
 | 166 | bounded_lateness | a level queue is FIFO: copies behind one stored before a backwards step wait for it | excuse |
 | 70, 86 (fault window) | no_loss | backwards step, then a restart: recover reloads the read time ahead of the | excuse |
 |  |  | clock and sets the write time to now: copies due in between go to slots already read | |
@@ -172,3 +173,12 @@ def test_what_was_still_to_come_when_the_broker_refused_to_start_after_a_power_f
     (failed,) = [e for e in events if e["kind"] == "restart" and e.get("ok") is False]
     assert "topics.json" in failed["error"]
     assert "no_loss" in _check(result, [e for e in events if e is not failed])
+
+
+def test_a_dead_letter_is_timed_from_the_local_retry_that_was_sent_back(monkeypatch):
+    import model.invariants as invariants
+
+    result = run_scenario(load_scenario_file(str(REPRO / "explore-107-base.toml")), 107, shuffle_ties=True)
+    assert not _failed(result)
+    monkeypatch.setattr(invariants, "_local_repeat", lambda consumes, c: False)
+    assert "dlq_after_max_retries" in _check(result)
