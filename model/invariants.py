@@ -544,7 +544,8 @@ def _late_by_4x_fallback(ix: _Index, events: list[dict], group: str, dead: dict,
     since = dead["t_ms"] - cause["t_ms"]
     need = ctx.level_delay_ms(level)
     faults = [e for e in ix.events if cause["seq"] < e["seq"] < dead["seq"]
-              and (e["kind"] in ("crash", "restart") or (e["kind"] == "fault" and e.get("site") == "clock"))]
+              and (e["kind"] in ("crash", "restart")
+                   or (e["kind"] == "fault" and e.get("site") in ("clock", "commitlog.put", "schedule.rebuild")))]
     if not faults and not need <= since <= need + SEND_BACK_TO_DLQ_MS:
         return f"it arrived {since} ms after its send-back, not one level-{level} delay ({need} ms) later"
     return None

@@ -19,6 +19,7 @@ and watching the invariant fail again.
 | 13, 28 (new) | no_loss | slow-listener drain without the consume time of every attempt | generator |
 | 13 (base) | no_loss | power failure < 35 s after a shutdown rewrote topics.json (#9705): broker gone | excuse |
 | 103, 107, 108 (base) | dlq_after_max_retries | DLQ timed from the attempt before the client's local retry | invariant bug |
+| 243 (base) | dlq_after_max_retries | 4.9.8 fallback's DLQ copy delayed by failed puts of its level delivery | excuse |
 | 166 | bounded_lateness | a level queue is FIFO: copies behind one stored before a backwards step wait for it | excuse |
 | 70, 86 (fault window) | no_loss | backwards step, then a restart: recover reloads the read time ahead of the | excuse |
 |  |  | clock and sets the write time to now: copies due in between go to slots already read | |
@@ -182,3 +183,11 @@ def test_a_dead_letter_is_timed_from_the_local_retry_that_was_sent_back(monkeypa
     assert not _failed(result)
     monkeypatch.setattr(invariants, "_local_repeat", lambda consumes, c: False)
     assert "dlq_after_max_retries" in _check(result)
+
+
+def test_a_4x_fallback_dead_letter_delayed_by_failed_puts():
+    result = run_scenario(load_scenario_file(str(REPRO / "explore-243-base.toml")), 243, shuffle_ties=True)
+    assert not _failed(result)
+    events = result.history.events
+    no_put_faults = [e for e in events if not (e["kind"] == "fault" and e.get("site") == "commitlog.put")]
+    assert "dlq_after_max_retries" in _check(result, no_put_faults)
