@@ -600,6 +600,14 @@ def _dead_letter_problem(ix: _Index, events: list[dict], consumes: list[dict], g
     return None
 
 
+def _stored_twice(events: list[dict], c: dict) -> bool:
+    """The broker stored this generation of the message twice (a timer or level delivery repeated after a crash,
+    which duplicates counts): a group may finish one copy, here by the DLQ, and then get the other."""
+    topic = c.get("queue_topic", c["topic"])
+    return sum(1 for e in events if e["kind"] == "store" and e["topic"] == topic
+               and e["reconsume_times"] == c["reconsume_times"]) > 1
+
+
 def _repeat_after_a_crash(ix: _Index, consumes: list[dict], again: dict) -> bool:
     """A crash forked the retry chain: some attempt up to ``again``'s was consumed again after it (an offset not
     yet persisted), and the copy's own send-back started a second chain; ``again`` belongs to that one. The
@@ -639,7 +647,8 @@ def check_dlq_after_max_retries(ix: _Index, ctx: RunContext) -> dict:
             for dead in dlqs:
                 problem = _dead_letter_problem(ix, events, consumes, group, dead, limit, ctx)
                 if problem is None:
-                    after = [c for c in consumes if c["seq"] > dead["seq"] and not _repeat_after_a_crash(ix, consumes, c)]
+                    after = [c for c in consumes if c["seq"] > dead["seq"] and not _repeat_after_a_crash(ix, consumes, c)
+                             and not _stored_twice(events, c)]
                     if after:
                         problem = f"delivered to {group} as retry {after[0]['reconsume_times']} after it was dead-lettered"
                 if problem is not None:

@@ -20,6 +20,7 @@ and watching the invariant fail again.
 | 13 (base) | no_loss | power failure < 35 s after a shutdown rewrote topics.json (#9705): broker gone | excuse |
 | 103, 107, 108 (base) | dlq_after_max_retries | DLQ timed from the attempt before the client's local retry | invariant bug |
 | 243 (base) | dlq_after_max_retries | 4.9.8 fallback's DLQ copy delayed by failed puts of its level delivery | excuse |
+| 276 (base) | dlq_after_max_retries | a timer copy delivered twice after a crash: one dead-lettered, the other consumed | excuse |
 | 166 | bounded_lateness | a level queue is FIFO: copies behind one stored before a backwards step wait for it | excuse |
 | 70, 86 (fault window) | no_loss | backwards step, then a restart: recover reloads the read time ahead of the | excuse |
 |  |  | clock and sets the write time to now: copies due in between go to slots already read | |
@@ -191,3 +192,12 @@ def test_a_4x_fallback_dead_letter_delayed_by_failed_puts():
     events = result.history.events
     no_put_faults = [e for e in events if not (e["kind"] == "fault" and e.get("site") == "commitlog.put")]
     assert "dlq_after_max_retries" in _check(result, no_put_faults)
+
+
+def test_a_copy_stored_twice_may_be_consumed_after_its_twin_was_dead_lettered(monkeypatch):
+    import model.invariants as invariants
+
+    result = run_scenario(load_scenario_file(str(REPRO / "explore-276-base.toml")), 276, shuffle_ties=True)
+    assert not _failed(result)
+    monkeypatch.setattr(invariants, "_stored_twice", lambda events, c: False)
+    assert "dlq_after_max_retries" in _check(result)
