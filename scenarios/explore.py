@@ -132,6 +132,10 @@ def generate_doc(seed: int, combos: bool = True) -> dict:
             # a lost timer message's unit points at whatever was written there since (#10668): without this 5.3.3
             # retries the unknown error forever and the dequeue wedges (timer-power-failure keeps it on too)
             broker["timer_skip_unknown_error"] = True
+    if combos and "timer" in on and extra.random() < 0.3:
+        # a short roll window (timerRollWindowSlot): delays beyond it are rolled (probe timer.roll, never hit by
+        # the default two-day window and delays of seconds)
+        broker["timer_roll_window_slot"] = extra.choice((2, 3, 5))
     if combos and extra.random() < 0.12 and "timer" not in on:
         # a slow listener (slow-listener-expired-retry): an attempt older than consumeTimeout (15 min) is sent back
         # by cleanExpireMsg and removed from its ProcessQueue while the listener still runs

@@ -112,3 +112,16 @@ def test_a_broadcasting_group_never_fails_every_first_attempt():
         for c in generate_doc(seed)["consumer"]:
             if c.get("model") == "BROADCASTING":
                 assert "fail_first" not in c, seed
+
+
+def test_some_explorer_timer_shapes_roll():
+    """The probe timer.roll: never hit with the default two-day roll window; the explorer shrinks it at times."""
+    from scenarios.explore import generate
+    from sim.run import run_scenario
+
+    seed = next(s for s in range(1, 200) if "timer_roll_window_slot" in generate_doc(s)["broker"]
+                and "timer_roll_window_slot" not in generate_doc(s, combos=False)["broker"])
+    assert seed == 58
+    result = run_scenario(generate(seed), seed, shuffle_ties=True)
+    assert result.summary["probes"].get("timer.roll", 0) > 0
+    assert all(v["holds"] for v in result.summary["invariants"].values())
