@@ -601,9 +601,11 @@ def _dead_letter_problem(ix: _Index, events: list[dict], consumes: list[dict], g
 
 
 def _stored_twice(events: list[dict], c: dict) -> bool:
-    """The broker stored this generation of the message twice (a timer or level delivery repeated after a crash,
+    """The broker stored the message's first generation twice (a timer or level delivery repeated after a crash,
     which duplicates counts): a group may finish one copy, here by the DLQ, and then get the other."""
     topic = c.get("queue_topic", c["topic"])
+    if c["reconsume_times"] != 0 or topic.startswith("%RETRY%"):
+        return False  # only the first generation: a second retry chain is what no_contains_message_check makes
     return sum(1 for e in events if e["kind"] == "store" and e["topic"] == topic
                and e["reconsume_times"] == c["reconsume_times"]) > 1
 
