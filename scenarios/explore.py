@@ -27,8 +27,10 @@ class GeneratorBug(AssertionError):
     """A generated scenario the loader rejects or warns about."""
 
 
-def generate_doc(seed: int) -> dict:
-    """The raw TOML document of generated scenario ``seed`` (deterministic)."""
+def generate_doc(seed: int, combos: bool = True) -> dict:
+    """The raw TOML document of generated scenario ``seed`` (deterministic). ``combos``: add the feature
+    combinations the mutant explorer needs (traffic into the fault window, a slow listener); the CI gate runs
+    without them, on the shapes whose clean-build findings are triaged (tests/sim/test_explore_triage.py)."""
     rng = random.Random(seed)
     on = {f for f in FEATURES if rng.random() < 0.4}
     faults_on = [f for f in FAULTS if rng.random() < 0.3] or [rng.choice(FAULTS)]
@@ -43,7 +45,7 @@ def generate_doc(seed: int) -> dict:
         # the kernel writes the topic tables back 30 s after they change: a power loss (or a copy of the
         # store) before that loses topics.json with its .bak (#9705), which power-failure-async-flush
         # keeps apart; start the faults after that window
-        duration_ms, fault_start_ms = 60_000, 32_000
+        duration_ms, fault_start_ms = 60_000, 40_000
     broker: dict = {"era": era, "message_delay_level": DELAY_TABLE,
                     "flush_delay_offset_interval": format_duration_ms(rng.choice((1000, 5000, 10_000))),
                     "flush_consumer_offset_interval": format_duration_ms(rng.choice((1000, 5000)))}
@@ -84,6 +86,14 @@ def generate_doc(seed: int) -> dict:
             c["fail_probability"] = rng.choice((0.05, 0.1, 0.3))
         if "fail_first" in on:
             c["fail_first"] = rng.randint(1, 3)
+        if g == 0 and "fail_first" in c and c.get("max_reconsume_times", 16) < c["fail_first"]:
+            # the first group gets through: with every attempt failing into the DLQ nothing is consumed, and the
+            # duplicates check has nothing to look at (explore seed 163, vacuous); the others keep the DLQ path
+            c["max_reconsume_times"] = c["fail_first"]
+        if c.get("model") == "BROADCASTING":
+            # BROADCASTING drops a failed message (no retry): with fail_first every message fails once and nothing
+            # is ever consumed, so duplicates checks nothing (explore seed 185, vacuous)
+            c.pop("fail_first", None)
         if "slow_consumer" in on:
             c["consume_time"] = format_duration_ms(rng.choice((50, 200, 500)))
         consumers.append(c)
@@ -105,6 +115,39 @@ def generate_doc(seed: int) -> dict:
         faults["start"] = format_duration_ms(fault_start_ms)
     if faults and rng.random() < 0.5:
         faults["restart_after"] = format_duration_ms(rng.choice((500, 1000, 3000)))
+    # Feature combinations the mutants of issue 17 need, drawn from a second stream so the draws above (and the
+    # scenarios triaged with them) stay as they were.
+    extra = random.Random(f"explore-extra:{seed}")
+    if combos and fault_start_ms is not None:
+        # traffic into the fault window: a rollback or a power failure must find copies in flight (level queues
+        # moving past the copy's snapshot, timer units not yet flushed), or it has nothing to cut
+        start_ms = extra.choice((0, 20_000, 30_000))
+        rate = extra.choice((5, 10))
+        producer["rate"], producer["messages"] = f"{rate}/s", rate * (55_000 - start_ms) // 1000
+        if start_ms:
+            producer["start"] = format_duration_ms(start_ms)
+        if "store_rollbacks" in faults_on and "timer" not in on and extra.random() < 0.7:
+            producer["delay_levels"] = sorted(extra.sample(range(1, 4), extra.randint(1, 2)))  # rollback + delay offsets
+        if "timer" in on and "power_failures" in faults_on:
+            # a lost timer message's unit points at whatever was written there since (#10668): without this 5.3.3
+            # retries the unknown error forever and the dequeue wedges (timer-power-failure keeps it on too)
+            broker["timer_skip_unknown_error"] = True
+    if combos and "timer" in on and extra.random() < 0.3:
+        # a short roll window (timerRollWindowSlot): delays beyond it are rolled (probe timer.roll, never hit by
+        # the default two-day window and delays of seconds)
+        broker["timer_roll_window_slot"] = extra.choice((2, 3, 5))
+    if combos and extra.random() < 0.12 and "timer" not in on:
+        # a slow listener (slow-listener-expired-retry): an attempt older than consumeTimeout (15 min) is sent back
+        # by cleanExpireMsg and removed from its ProcessQueue while the listener still runs
+        duration_ms = 900_000
+        era = broker["era"] = "5.3.3"  # 4.9.8 lacks the containsMessage check: its second retry chain is its own bug
+        producer = {"topic": "TopicA", "messages": extra.randint(1, 3), "rate": "1/s",
+                    "start": format_duration_ms(extra.choice((850_000, 870_000, 880_000)))}
+        consumers = [{"group": "GroupA", "topic": "TopicA", "max_reconsume_times": extra.randint(1, 3),
+                      "fail_first": 100, "consume_time": format_duration_ms(extra.choice((960_000, 1_000_000)))}]
+        faults = {k: v for k, v in faults.items() if k in ("send_back_failure_rate", "put_failure_rate")}
+    if producer.get("tags") and not any(_takes(c.get("subscription", "*"), producer["tags"]) for c in consumers):
+        consumers[0]["subscription"] = "*"  # a group that takes the messages, or no_loss checks nothing (vacuous)
     doc = {"version": 1, "name": f"explore-{seed}", "description": f"generated by scenarios.explore, seed {seed}",
            "seed": seed, "duration": format_duration_ms(duration_ms), "drain": "0s", "broker": broker,
            "topic": topics, "producer": [producer], "consumer": consumers, "faults": faults}
@@ -118,11 +161,12 @@ def _drain_ms(doc: dict) -> int:
     from sim.shrink import longest_delay_ms
 
     s = scenario_from_dict(doc, "<explore>")
-    ladder = sum(_ladder(s))
+    ladder = max(_ladder(s), default=0)  # groups work through their ladders side by side
     back = max([-st.by_ms for st in s.faults.clock_steps] + [0])
     # a slow consumer works through its backlog after the last send: messages x consume time / instances
-    backlog = max([sum(p.messages for p in s.producers) * max(c.consume_time_ms, 1) // c.instances
-                   for c in s.consumers] + [0])
+    # (each attempt of a failing listener takes its consume time again)
+    sent = sum(p.messages for p in s.producers)
+    backlog = max([sent * max(c.consume_time_ms, 1) * (1 + _retries(c)) // c.instances for c in s.consumers] + [0])
     return longest_delay_ms(s) + ladder + back + backlog + 30_000
 
 
@@ -132,14 +176,21 @@ def _ladder(s: Scenario):
     table = parse_delay_level(s.broker.message_delay_level)
     top = max(table)
     for c in s.consumers:
-        limit = 16 if c.max_reconsume_times == -1 else c.max_reconsume_times
-        retries = limit if c.fail_probability > 0 else min(max(c.fail_first, 1), limit)
-        yield sum(table[min(3 + k, top)] for k in range(retries))
+        yield sum(table[min(3 + k, top)] for k in range(_retries(c)))
 
 
-def generate(seed: int) -> Scenario:
+def _retries(c) -> int:
+    limit = 16 if c.max_reconsume_times == -1 else c.max_reconsume_times
+    return limit if c.fail_probability > 0 else min(max(c.fail_first, 1), limit)
+
+
+def _takes(subscription: str, tag: str) -> bool:
+    return subscription == "*" or tag in [t.strip() for t in subscription.split("||")]
+
+
+def generate(seed: int, combos: bool = True) -> Scenario:
     """Generated scenario ``seed``, validated by the loader; raises ``GeneratorBug`` on an error or a warning."""
-    doc = generate_doc(seed)
+    doc = generate_doc(seed, combos)
     try:
         scenario = scenario_from_dict(doc, f"<explore seed {seed}>")
     except ValueError as error:

@@ -158,7 +158,7 @@ def run_gate(*, runs: int | None = None, budget_s: float | None = None, seed_bas
                 from .toml_out import dumps
 
                 seed = seed_base + explored
-                scenario = generate(seed)
+                scenario = generate(seed, combos=False)  # the triaged shapes (scenarios/explore.py)
                 name = os.path.join(out_dir, f"explore-{seed}.toml")  # written when the run fails
                 explored += 1
             else:

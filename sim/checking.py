@@ -20,6 +20,8 @@ def context_of(world, events: list[dict] | None = None) -> RunContext:
         timer_precision_ms=b.timer_precision_ms,
         duplicate_window_ms=window,
         era=world.store_config.era,
+        cq_units_per_file=b.consume_queue_units_per_file,
+        timer_retry_until_success=b.timer_enable_retry_until_success,
     )
 
 

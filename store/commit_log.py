@@ -94,7 +94,13 @@ class CommitLog:
         msg.queue_offset = queue_offset
         msg.store_size = msg_len
         if self.sync_flush:
-            self.flush(0)
+            # GroupCommitService.doCommit: flush until the record is on disk; a record that opened a new file
+            # takes two calls (one file per flush), else it stays unconfirmed and undispatched in 5.x
+            end = phy_offset + msg_len
+            for _ in range(2):
+                self.flush(0)
+                if self.mfq.flushed_where >= end:
+                    break
         return PutMessageResult(
             PutMessageStatus.PUT_OK,
             AppendMessageResult(

@@ -71,3 +71,57 @@ def test_mutants_explore_table_and_bad_n(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "| `dlq_keeps_delay` |" in out and "within 1 explored runs each" in out
     assert main(["mutants", "--explore", "0"]) == 2
+
+
+def test_a_tagged_producer_always_has_a_group_that_takes_its_tag():
+    """Explore seed 117: TagB messages and only a TagA subscription left no_loss nothing to check (vacuous)."""
+    from scenarios.explore import _takes
+
+    for seed in range(1, 300):
+        doc = generate_doc(seed)
+        tag = doc["producer"][0].get("tags")
+        if tag:
+            assert any(_takes(c.get("subscription", "*"), tag) for c in doc["consumer"]), seed
+
+
+def test_the_combinations_are_only_in_the_explorer_shapes():
+    """The fault-window traffic and the slow listener are drawn from a second stream: without them a seed gives
+    the shape the gate runs, and the draws of the first stream are the same either way."""
+    for seed in range(1, 200):
+        full, base = generate_doc(seed), generate_doc(seed, combos=False)
+        assert base["duration"] != "15m"
+        assert "start" not in base["producer"][0]
+        if full["duration"] != "15m":
+            assert full["faults"] == base["faults"] and full["topic"] == base["topic"]
+    combos = [s for s in range(1, 200) if generate_doc(s) != generate_doc(s, combos=False)]
+    assert len(combos) > 20
+
+
+def test_the_first_group_can_get_through_its_failures():
+    """Explore seed 163: fail_first 3 with max_reconsume_times 0 sent every message to the DLQ; nothing was
+    consumed and the duplicates verdict was vacuous."""
+    for seed in range(1, 300):
+        c = generate_doc(seed, combos=False)["consumer"][0]
+        if "fail_first" in c and "max_reconsume_times" in c:
+            assert c["max_reconsume_times"] >= c["fail_first"], seed
+
+
+def test_a_broadcasting_group_never_fails_every_first_attempt():
+    """Explore seed 185: BROADCASTING drops a failed message, so fail_first left nothing consumed (vacuous)."""
+    for seed in range(1, 300):
+        for c in generate_doc(seed)["consumer"]:
+            if c.get("model") == "BROADCASTING":
+                assert "fail_first" not in c, seed
+
+
+def test_some_explorer_timer_shapes_roll():
+    """The probe timer.roll: never hit with the default two-day roll window; the explorer shrinks it at times."""
+    from scenarios.explore import generate
+    from sim.run import run_scenario
+
+    seed = next(s for s in range(1, 200) if "timer_roll_window_slot" in generate_doc(s)["broker"]
+                and "timer_roll_window_slot" not in generate_doc(s, combos=False)["broker"])
+    assert seed == 58
+    result = run_scenario(generate(seed), seed, shuffle_ties=True)
+    assert result.summary["probes"].get("timer.roll", 0) > 0
+    assert all(v["holds"] for v in result.summary["invariants"].values())

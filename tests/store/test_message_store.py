@@ -217,3 +217,21 @@ def test_stale_cq_unit_after_two_power_failures_leaves_a_durable_message_unindex
     stale = cq.get_unit(1)
     assert stale[0] == c.append.wrote_offset and stale[1] != c.append.wrote_bytes  # b's unit, not c's
     assert skipped == [("c", 1, stale)]
+
+
+@pytest.mark.parametrize("era", ["5.3.3", "4.9.8"])
+def test_sync_flush_put_that_opens_a_new_file_is_flushed_and_dispatched(era):
+    """GroupCommitService.doCommit flushes until the record is on disk: one flush call covers one file, so a record
+    that opened a new commit-log file needs two. With one, 5.x (reput up to the flushed end under SYNC_FLUSH)
+    left the last record undispatched until the next put (explore seed 4: a timer copy never consumed)."""
+    store = make_store(flush_disk_type="SYNC_FLUSH", era=era)
+    body = b"x" * 3000  # one record per 4 KiB file: every put after the first opens a new file
+    for i in range(3):
+        result = store.put_message(new_msg(key=f"m{i}", body=body))
+        assert result.is_ok
+        end = result.append.wrote_offset + result.append.wrote_bytes
+        assert store.commit_log.get_flushed_where() == end
+        assert store.commit_log.get_confirm_offset() == end
+    assert store.do_reput() == 3
+    assert store.get_message("g", "TopicTest", 0, 0, 32).status == GetMessageStatus.FOUND
+    assert len(store.get_message("g", "TopicTest", 0, 0, 32).messages) == 3
