@@ -103,7 +103,9 @@ class World:
         return StoreLog(name, self.recorder.on_log)
 
     def _before_step(self, _now_mono: int) -> None:
+        """A new scheduler step: a log line is put down only to a fault that fired in its own step."""
         self.recorder.end_step()
+        self.faults.fired = None
 
     # --- running ---------------------------------------------------------------------------------
     def run(self, progress=None) -> None:
