@@ -373,7 +373,7 @@ def _comparable(rows: list[dict]) -> list[dict]:
 @pytest.mark.spark
 def test_spark_and_map_give_identical_rows_and_cells(spark, tmp_path):
     body = ('base = "tiny.toml"\nseeds = 2\n[grid]\n"consumer.fail_probability" = [0.0, 0.5]\n'
-            '"broker.era" = ["5.3.3", "4.9.8"]\n"faults.process_crashes" = [0, 1]\n')
+            'mutant = ["none", "next_begin_plus_one"]\n"faults.process_crashes" = [0, 1]\n')
     spec = sw.load_sweep_file(write_sweep(tmp_path, body))
     on_spark, on_map = str(tmp_path / "spark"), str(tmp_path / "map")
     a = sw.run_sweep(spec, on_spark, executor="spark", spark=spark, progress=False)
