@@ -68,7 +68,8 @@ class BrokerHost:
             offsets, site = broker.consumer_offset_manager, "persist." + broker.consumer_offset_manager.file_name
             faults = world.faults
             broker.offset_persist_service.idle_skip = True
-            broker.hold_service.idle_skip = True  # checks that wake no held pull
+            # checks that wake no held pull; not when ties are shuffled (fewer re-arms would change the tie draws)
+            broker.hold_service.idle_skip = not world.shuffle_ties
             broker.offset_persist_service.idle = lambda: (offsets.persist_is_noop()
                                                           and site not in faults.armed_crash_sites)
         self.broker = broker

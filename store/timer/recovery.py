@@ -9,7 +9,15 @@ from typing import TYPE_CHECKING
 
 from ..topic_config import TIMER_TOPIC
 from .requests import is_magic_ok
-from .timer_log import BLANK_MAGIC_CODE, HEAD_STRUCT, UNIT_PRE_SIZE_FOR_MSG, UNIT_SIZE
+from .timer_log import (
+    BLANK_MAGIC_CODE,
+    HEAD_STRUCT,
+    SIZE_PY_OFFSET,
+    SIZE_PY_STRUCT,
+    TIME_STRUCT,
+    UNIT_PRE_SIZE_FOR_MSG,
+    UNIT_SIZE,
+)
 from .timer_wheel import IGNORE, TIMER_BLANK_SLOTS
 
 if TYPE_CHECKING:
@@ -18,8 +26,8 @@ if TYPE_CHECKING:
 
 def _size_py(data: bytes, position: int) -> int:
     """The unit's message size (a real unit's is > 0; zeros past a torn sector make it 0)."""
-    end = position + 40
-    return int.from_bytes(data[position + 36 : end], "big", signed=True) if end <= len(data) else 0
+    at = position + SIZE_PY_OFFSET
+    return SIZE_PY_STRUCT.unpack_from(data, at)[0] if at + SIZE_PY_STRUCT.size <= len(data) else 0
 
 
 def recover(ts: TimerMessageStore) -> None:
@@ -67,6 +75,10 @@ def recover(ts: TimerMessageStore) -> None:
 def recover_and_revise(ts: TimerMessageStore, begin_offset: int, check_timer_log: bool) -> int:
     """Relink wheel slots from the timer-log units found from ``begin_offset``'s file on; the end found.
 
+    Its own loop over timer_log's structs, not ``timer_log.iter_units``: Java's recovery reads differently from
+    a decoder (without ``check_timer_log`` it steps over an invalid unit by 52 bytes, a zero unit is not the
+    end, and a short read stops it as a BufferUnderflowException).
+
     With ``check_timer_log`` whole files are scanned, the first invalid unit ends the log and the log is
     truncated there; without it only up to each file's read position.
     """
@@ -85,7 +97,7 @@ def recover_and_revise(ts: TimerMessageStore, begin_offset: int, check_timer_log
         position = 0
         stop = False
         while position < len(data):
-            if position + 16 > len(data):  # a short read is Java's BufferUnderflowException
+            if position + HEAD_STRUCT.size > len(data):  # a short read is Java's BufferUnderflowException
                 stop = True
                 break
             size, _prev, magic = HEAD_STRUCT.unpack_from(data, position)
@@ -94,11 +106,10 @@ def recover_and_revise(ts: TimerMessageStore, begin_offset: int, check_timer_log
             if check_timer_log and (not is_magic_ok(magic) or size != UNIT_SIZE):
                 stop = True
                 break
-            if position + 28 > len(data):
+            if position + HEAD_STRUCT.size + TIME_STRUCT.size > len(data):
                 stop = True
                 break
-            write_time = int.from_bytes(data[position + 16 : position + 24], "big", signed=True)
-            delay = int.from_bytes(data[position + 24 : position + 28], "big", signed=True)
+            write_time, delay = TIME_STRUCT.unpack_from(data, position + HEAD_STRUCT.size)
             if size == UNIT_SIZE and is_magic_ok(magic):
                 wheel.revise_slot(write_time + delay, IGNORE, mf.file_from_offset + position, True)
                 if ts.torn_unit_listeners and _size_py(data, position) <= 0:

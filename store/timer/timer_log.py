@@ -27,6 +27,9 @@ BLANK_MAGIC_CODE = ((0xBBCCDDEE ^ (1880681586 + 8)) & 0xFFFFFFFF) - (1 << 32)  #
 UNIT_STRUCT = struct.Struct(">iqiqiqiiq")
 BLANK_STRUCT = struct.Struct(">iqi")
 HEAD_STRUCT = struct.Struct(">iqi")  # size, prevPos, magic
+TIME_STRUCT = struct.Struct(">qi")  # at HEAD_STRUCT.size: the message's write time (ms) and its delay (ms)
+SIZE_PY_STRUCT = struct.Struct(">i")  # at SIZE_PY_OFFSET: the message's size in the commit log
+SIZE_PY_OFFSET = UNIT_PRE_SIZE_FOR_MSG + 8
 
 
 def to_int32(value: int) -> int:

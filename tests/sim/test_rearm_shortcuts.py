@@ -12,8 +12,8 @@ import pytest
 from scenarios.catalogue import load_builtin
 from scenarios.scenario import load_scenario_text
 from sim import scheduler as scheduler_module
+from sim.broker_host import BrokerHost
 from sim.run import run_scenario
-from sim.world import World
 
 from .test_skip_equivalence import FAULT_HEAVY
 
@@ -21,8 +21,8 @@ from .test_skip_equivalence import FAULT_HEAVY
 def _without_shortcuts(monkeypatch, scenario, seed, **options):
     with monkeypatch.context() as m:
         m.setattr(scheduler_module, "USE_WAKE_FLOORS", False)
-        original = World.on_client_request
-        m.setattr(World, "on_client_request", lambda self, writes=True: original(self, True))
+        original = BrokerHost.on_client_request
+        m.setattr(BrokerHost, "on_client_request", lambda self, writes=True: original(self, True))
         return run_scenario(scenario, seed, check=False, **options)
 
 

@@ -13,8 +13,8 @@ import pytest
 
 from scenarios.catalogue import builtin_names, load_builtin
 from scenarios.scenario import load_scenario_text
-from sim.run import run_scenario
 from sim.broker_host import BrokerHost
+from sim.run import run_scenario
 
 TIMER_FILES = ("config/timercheck", "timerwheel", "timerlog/")
 
