@@ -737,6 +737,23 @@ def check_dlq_after_max_retries(ix: _Index, ctx: RunContext) -> dict:
                                    "explanation": f"{group} was given retry {c['reconsume_times']} although at most "
                                                   f"{limit} retries are allowed before the DLQ"})
                 continue
+            # consumerSendMsgBack dead-letters a message whose stored reconsumeTimes reached the limit: the retry copy
+            # a broker send-back stores carries that count + 1, so one above the limit is a retry granted past it,
+            # seen here even when that retry is due after the drain
+            granted = []
+            for b in events:
+                if b["kind"] == "send_back" and b["group"] == group and b["result"] == "ok" and b.get("path") == "broker":
+                    made = next((e for e in events if e["seq"] > b["seq"] and e["t_ms"] == b["t_ms"]
+                                 and e["kind"] == "store"), None)
+                    if (made is not None and made["topic"] == SCHEDULE_TOPIC and made["reconsume_times"] > limit
+                            and made["reconsume_times"] not in preset):
+                        granted.append(made)
+            if granted:
+                r = granted[0]["reconsume_times"]
+                violations.append({"msg_id": msg_id, "group": group, "events": ix.quote(msg_id),
+                                   "explanation": f"a send-back stored retry {r} for {group} although at most {limit} "
+                                                  f"retries are allowed before the DLQ"})
+                continue
             for dead in dlqs:
                 problem = _dead_letter_problem(ix, events, consumes, group, dead, limit, ctx, preset)
                 if problem is None:
