@@ -10,10 +10,11 @@ tells.
 from __future__ import annotations
 
 import argparse
-import difflib
 import os
 import sys
 from dataclasses import dataclass
+
+from sim.scenario import suggest
 
 # The retry ladder shortened to 3 retries (10 s, 30 s, 1 min), then the DLQ: the whole story in 4 minutes.
 _LADDER = (("consumer.max_reconsume_times", 3), ("consumer.fail_first", 100), ("drain", "10m"))
@@ -330,9 +331,7 @@ def run_lessons(args: argparse.Namespace, out=None) -> int:
         return 0
     for name in args.names:
         if name not in known:
-            close = difflib.get_close_matches(name, list(known), n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise LessonsInputError(f"unknown lesson {name!r}{hint} (rmqsim lessons lists them)")
+            raise LessonsInputError(f"unknown lesson {name!r}{suggest(name, known)}; rmqsim lessons lists them")
     if not args.out:
         raise LessonsInputError("--out DIR is required to write lessons")
     chosen = list(LESSONS) if args.all else [known[n] for n in dict.fromkeys(args.names)]

@@ -34,8 +34,8 @@ from sim.scenario import (  # noqa: F401
     Scenario,
     ScenarioError,
     TopicSpec,
-    _suggest,
     scenario_from_dict,
+    suggest,
 )
 
 
@@ -92,5 +92,5 @@ def apply_overrides(doc: dict, overrides: dict, source: str) -> dict:
             out.setdefault(head, {})[key] = value
         else:
             raise ScenarioError(f"{source}: override '{dotted}': '{head}' is not a table of the scenario"
-                                f"{_suggest(head, [*_TABLES, *_ARRAYS])}")
+                                f"{suggest(head, [*_TABLES, *_ARRAYS])}")
     return out

@@ -31,7 +31,6 @@ or, instead of ``[grid]`` and ``seeds``::
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import itertools
 import json
@@ -44,7 +43,7 @@ from dataclasses import dataclass, field
 from reports.sweep_metrics import METRICS, metric_names
 
 from .catalogue import resolve_scenario
-from .scenario import ScenarioError, apply_overrides, scenario_from_dict
+from .scenario import ScenarioError, apply_overrides, scenario_from_dict, suggest
 
 SWARM_FLOAT_STEPS = 5
 
@@ -204,11 +203,6 @@ _TOP_KEYS = ("name", "description", "base", "seeds", "first_seed", "overrides", 
 _REPORT_KEYS = ("metric", "by")
 
 
-def _suggest(key: str, known) -> str:
-    close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
-    return f" (did you mean '{close[0]}'?)" if close else ""
-
-
 def _flatten(table: dict, prefix: str = "") -> dict:
     """``[grid] broker.era = [...]`` parses as nested tables; quoted ``"broker.era"`` does not. Accept both."""
     out = {}
@@ -230,7 +224,7 @@ def parse_sweep_text(text: str, source: str) -> SweepSpec:
         raise SweepError(f"{source}: not valid TOML: {error}") from None
     for key in doc:
         if key not in _TOP_KEYS:
-            raise SweepError(f"{source}: unknown key '{key}'{_suggest(key, _TOP_KEYS)}; "
+            raise SweepError(f"{source}: unknown key '{key}'{suggest(key, _TOP_KEYS)}; "
                              f"known keys: {', '.join(_TOP_KEYS)}")
 
     def want(key, check, expected, default=None):
@@ -330,11 +324,11 @@ def _report_table(source: str, raw, keys: tuple[str, ...]) -> dict:
     raw = dict(raw)
     for key in raw:
         if key not in _REPORT_KEYS:
-            raise SweepError(f"{source}: unknown key 'report.{key}'{_suggest(key, _REPORT_KEYS)}; "
+            raise SweepError(f"{source}: unknown key 'report.{key}'{suggest(key, _REPORT_KEYS)}; "
                              f"known keys: {', '.join(_REPORT_KEYS)}")
     metric = raw.get("metric")
     if not isinstance(metric, str) or metric not in METRICS:
-        hint = _suggest(metric, METRICS) if isinstance(metric, str) else ""
+        hint = suggest(metric, METRICS) if isinstance(metric, str) else ""
         raise SweepError(f"{source}: key 'report.metric' must be one of {metric_names()}; got {metric!r}{hint}")
     by = raw.get("by")
     if not keys:
@@ -342,7 +336,7 @@ def _report_table(source: str, raw, keys: tuple[str, ...]) -> dict:
     if by is None and len(keys) == 1:
         by = keys[0]
     if not isinstance(by, str) or by not in keys:
-        hint = _suggest(by, keys) if isinstance(by, str) else ""
+        hint = suggest(by, keys) if isinstance(by, str) else ""
         raise SweepError(f"{source}: key 'report.by' must be one of the swept keys ({', '.join(keys)}); "
                          f"got {by!r}{hint}")
     return {"metric": metric, "by": by}
@@ -393,7 +387,7 @@ def validate_spec(spec: SweepSpec) -> None:
                 for name in mutants_of(value):
                     if name not in CATALOGUE:
                         raise SweepError(f"{spec.source}: key '{table}.mutant' names unknown mutant {name!r}"
-                                         f"{_suggest(name, CATALOGUE)}; known: {', '.join(sorted(CATALOGUE))}")
+                                         f"{suggest(name, CATALOGUE)}; known: {', '.join(sorted(CATALOGUE))}")
                 continue
             where = f"{spec.source} [{table}] {key} = {format_value(value)!r}"
             try:

@@ -338,7 +338,7 @@ _ARRAYS = {"topic": _TOPIC, "producer": _PRODUCER, "consumer": _CONSUMER}
 _REQUIRED = {"topic": ("name",), "producer": ("topic",), "consumer": ("group", "topic")}
 
 
-def _suggest(key: str, known) -> str:
+def suggest(key: str, known) -> str:
     close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
     return f" (did you mean '{close[0]}'?)" if close else ""
 
@@ -362,7 +362,7 @@ def _check_table(source: str, where: str, raw, schema: dict) -> dict:
     out = {}
     for key, value in raw.items():
         if key not in schema:
-            raise ScenarioError(f"{source}: unknown key '{_dotted(where, key)}'{_suggest(key, schema)}; "
+            raise ScenarioError(f"{source}: unknown key '{_dotted(where, key)}'{suggest(key, schema)}; "
                                 f"known keys: {', '.join(sorted(schema))}")
         attr, check = schema[key]
         try:
@@ -395,7 +395,7 @@ def scenario_from_dict(doc: dict, source: str = "<scenario>") -> Scenario:
     known = {**_TOP, **{k: None for k in (*_TABLES, *_ARRAYS)}}
     for key in doc:
         if key not in known:
-            raise ScenarioError(f"{source}: unknown key '{key}'{_suggest(key, known)}; "
+            raise ScenarioError(f"{source}: unknown key '{key}'{suggest(key, known)}; "
                                 f"known keys: {', '.join(sorted(known))}")
     top = _check_table(source, "", {k: v for k, v in doc.items() if k in _TOP}, _TOP) if doc else {}
     if "name" not in top:
@@ -470,7 +470,7 @@ def _check_references(source, topics, producers, consumers) -> None:
     for i, p in enumerate(producers):
         if p.topic not in names:
             raise ScenarioError(f"{source}: key 'producer[{i}].topic' names '{p.topic}', which no [[topic]] "
-                                f"declares{_suggest(p.topic, names)}")
+                                f"declares{suggest(p.topic, names)}")
         if p.delay_levels and p.timer_delay_ms is not None:
             raise ScenarioError(f"{source}: 'producer[{i}]' has both a delay level and 'timer_delay'; a message "
                                 f"carrying both is a delay-level message, so give only one")
@@ -480,4 +480,4 @@ def _check_references(source, topics, producers, consumers) -> None:
     for i, c in enumerate(consumers):
         if c.topic not in names:
             raise ScenarioError(f"{source}: key 'consumer[{i}].topic' names '{c.topic}', which no [[topic]] "
-                                f"declares{_suggest(c.topic, names)}")
+                                f"declares{suggest(c.topic, names)}")
