@@ -679,6 +679,13 @@ def _dead_letter_problem(ix: _Index, events: list[dict], consumes: list[dict], g
         r = rt - 1
         why_not = _late_by_4x_fallback(ix, events, group, dead, r, ctx)
         trigger = [c for c in failed if c["reconsume_times"] == r]
+        # the attempt whose fallback stored the delivered copy: the last one before that copy's store (a level
+        # delivery repeated after a crash may give the group a later attempt with the same count, explore seed 511)
+        made = next((e for e in reversed(events) if e["kind"] == "store" and e["topic"] == SCHEDULE_TOPIC
+                     and e["seq"] < via["seq"] and e["queue_id"] == via["level"] - 1
+                     and e["queue_offset"] == via.get("schedule_queue_offset")), None)
+        if made is not None:
+            trigger = [c for c in trigger if c["seq"] < made["seq"]] or trigger
         # attempt ``limit`` whose broker send-back failed: the broker would have dead-lettered it; its fallback
         # (RECONSUME_TIME limit + 1) does, after an earlier attempt's send-back went through the broker
         broker_would_have = r == limit and any(

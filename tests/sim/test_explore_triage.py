@@ -36,6 +36,8 @@ and watching the invariant fail again.
 |  |  | level 1 redelivered from 0; the consumes of those copies were judged as consumer repeats | |
 | 399 | no_unexpected_errors | a send-back of a copy a power failure destroyed: "look message by offset | sim bug (fixed) |
 |  |  | failed" carried no fault site | |
+| 511 | dlq_after_max_retries | 4.9.8 fallback DLQ judged by a later attempt (same count) on a copy a crash | invariant bug |
+|  |  | made the level deliver again, not by the attempt whose fallback stored it | |
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ from sim.checking import context_of
 from sim.run import run_scenario
 
 REPRO = Path(__file__).resolve().parent.parent / "data" / "repro"
-SEEDS = (4, 5, 10, 17, 19, 31, 41, 61, 70, 71, 77, 95, 131, 166, 233, 251, 282, 371, 399, 3735928559, 3389118813)
+SEEDS = (4, 5, 10, 17, 19, 31, 41, 61, 70, 71, 77, 95, 131, 166, 233, 251, 282, 371, 399, 511, 3735928559, 3389118813)
 
 
 def _run(seed: int):
@@ -285,3 +287,16 @@ def test_a_send_back_of_a_copy_a_power_failure_destroyed_names_the_power_failure
     assert line["level"] == "ERROR" and line["fault_site"] == "power_failure"
     assert "no_unexpected_errors" in _check(result, [dict(e, fault_site=None) if e is line else e
                                                     for e in result.history.events])
+
+
+def test_a_4x_fallback_dead_letter_is_judged_by_the_attempt_whose_fallback_stored_it():
+    result = _run(511)
+    events = result.history.events
+    assert "dlq_after_max_retries" not in _check(result)
+    fallback_copies = [events[i + 1] for i, e in enumerate(events[:-1]) if e["kind"] == "send_back"
+                       and e.get("path") == "producer-fallback" and e["result"] == "ok"
+                       and events[i + 1]["kind"] == "store" and events[i + 1]["t_ms"] == e["t_ms"]]
+    assert fallback_copies
+    # without the fallback's stored copy the later attempt (same count, a repeated level delivery) is taken
+    unpaired = [e for e in events if not any(e is c for c in fallback_copies)]
+    assert "dlq_after_max_retries" in _check(result, unpaired)
