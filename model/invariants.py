@@ -28,6 +28,8 @@ from .topics import DLQ_PREFIX, RETRY_PREFIX, SCHEDULE_TOPIC, TIMER_TOPIC
 
 LEVEL_POLL_MS = 100  # ScheduleMessageService.DELAY_FOR_A_WHILE
 TIMER_GAVE_UP = re.compile(r"Message processing failed after (\d+) retries\. Msg: (\S+)")
+LEVEL_UNIT_ERROR = re.compile(r"ScheduleMessageService, messageTimeup execute error, level (\d+) offset=(\d+)")
+DAMAGE_SITES = frozenset({"power_failure", "store_rollback", "cq_truncation"})  # faults that lose stored data
 
 CONSUME_SUCCESS = "CONSUME_SUCCESS"
 MAX_QUOTED_EVENTS = 8
@@ -128,7 +130,6 @@ class _Index:
             if e["msg_id"] not in sent_ids:
                 self.preloaded.setdefault(e["msg_id"], []).append(e)
         self._pending: dict[str, int] | None = None
-        self._torn_level_units: list[dict] | None = None
         self.drain_t = next((e["t_ms"] for e in self.by_kind["drain"]), None)
         self.clock_steps = [e for e in self.by_kind["fault"] if e.get("site") == "clock"]
         self.broker_crashes = [e for e in self.by_kind["crash"] if e["target"] == "broker"]
@@ -152,6 +153,10 @@ class _Index:
         # it. check_events turns this on for a 4.x broker.
         self.level_retries_a_broken_unit = False
         self.timer_gave_up: dict[str, int] = {}
+        # (level, queue offset, seq, t_ms, fault site) of each unit whose messageTimeup threw (the service's ERROR)
+        self.level_unit_errors = [(int(m.group(1)), int(m.group(2)), e["seq"], e["t_ms"], e.get("fault_site"))
+                                  for e in self.by_kind["log"] if e["logger"] == "ScheduleMessageService"
+                                  for m in [LEVEL_UNIT_ERROR.match(e["message"])] if m is not None]
         for e in self.by_kind["log"]:
             m = TIMER_GAVE_UP.match(e["message"]) if e["logger"] == "TimerMessageStore" else None
             if m is not None and int(m.group(1)) >= 3:
@@ -254,7 +259,7 @@ class _Index:
                 or self.skipped_by_a_stale_timer_queue_offset(msg_id, after_seq)
                 or (self.timer_gives_up and self.timer_gave_up.get(msg_id, -1) > after_seq)
                 or self.behind_a_restarted_timer_read_time(msg_id, after_seq)
-                or self.behind_a_torn_level_unit(msg_id, after_seq)
+                or self.behind_a_broken_level_unit(msg_id, after_seq)
                 or self.broker_gone_after_power_failure(after_seq)
                 or (group is not None and self.below_a_committed_offset(msg_id, group, after_seq)))
 
@@ -328,31 +333,22 @@ class _Index:
         return any(e.get("timer_out_ms") == slot_ms and e["seq"] < power_seq
                    for e in self._stores(msg_id, after_seq) for slot_ms, power_seq in self.torn_timer_slots)
 
-    def behind_a_torn_level_unit(self, msg_id: str, after_seq: int = -1) -> bool:
-        """4.9.8: a power failure tore a delay-level copy whose record the recovery kept (only the body has a CRC,
-        so zeroed properties pass); messageTimeup then throws on its missing REAL_QID every 100 ms and the level
-        never gets past it. Covers the copies of that level's queue behind the torn one."""
+    def behind_a_broken_level_unit(self, msg_id: str, after_seq: int = -1) -> bool:
+        """4.9.8: a level's unit whose messageTimeup throws because of damaged data (a power failure tore the
+        copy's properties, which only the body's CRC guards, explore seed 233; a unit resurrected after two
+        abnormal recoveries points at an unrelated record without REAL_QID, #495, seed 207) is retried every
+        100 ms and the level never gets past it. Covers the copies of that level's queue at or behind the unit
+        that the error still holds up (logged after the copy was stored)."""
         if not self.level_retries_a_broken_unit:
             return False
-        stores = [e for e in self._stores(msg_id, after_seq) if e["topic"] == SCHEDULE_TOPIC]
-        return any(s["queue_id"] == torn["queue_id"] and s["queue_offset"] > torn["queue_offset"]
-                   for s in stores for torn in self.torn_level_units())
-
-    def torn_level_units(self) -> list[dict]:
-        """Delay-level copies past the durable end of the commit log at a power failure that the restart kept
-        (they start before the recovered end): torn, not cut."""
-        if self._torn_level_units is None:
-            self._torn_level_units = []
-            for crash in self.power_crashes:
-                restart = next((r for r in self.restarts if r["seq"] > crash["seq"]), None)
-                durable = crash.get("commit_log_durable")
-                if restart is None or durable is None:
-                    continue
-                self._torn_level_units += [
-                    e for e in self.by_kind["store"]
-                    if e["topic"] == SCHEDULE_TOPIC and e["seq"] < crash["seq"]
-                    and durable < e["phy_offset"] + e.get("size", 1) <= restart["commit_log_end"]]
-        return self._torn_level_units
+        for store in self._stores(msg_id, after_seq):
+            if store["topic"] != SCHEDULE_TOPIC:
+                continue
+            for level, offset, seq, _t, site in self.level_unit_errors:
+                if (site in DAMAGE_SITES and level == store["queue_id"] + 1 and offset <= store["queue_offset"]
+                        and seq > store["seq"]):
+                    return True
+        return False
 
     def behind_a_stale_unit(self, msg_id: str, after_seq: int = -1) -> bool:
         """#495 after a power failure: a resurrected stale unit made the reput skip a copy as "built repeatedly",
@@ -373,8 +369,8 @@ class _Index:
         offsets and the consumers' offsets pass over them. #8239 (ASYNC_FLUSH): consumers had committed offsets
         of unflushed messages when the power failed. A store rollback: the broker restarts on an older copy of
         its queues with today's consumerOffset.json, and the group's offsets are read back from it (RocketMQ
-        never compares them with the queue's end). A commit counts until the broker is back: the consumer goes
-        on with what it pulled before the fault."""
+        never compares them with the queue's end). A commit counts until the broker is back, and so does a
+        consume: the consumer goes on from the offset after what it pulled before the fault."""
         for store in self._stores(msg_id, after_seq):
             for crash_seq, back in self.queue_cuts:
                 if store["seq"] < crash_seq:
@@ -383,7 +379,11 @@ class _Index:
                 committed = [c["offset"] for c in self.by_kind["offset_commit"] if c["seq"] < back
                              and c["group"] == group and c["topic"] == store["topic"]
                              and c["queue_id"] == store["queue_id"]]
-                if committed and store["queue_offset"] < max(committed):
+                # the client pulls on from its own next offset, past what it consumed (explore seed 104 with combos)
+                pulled = [c["queue_offset"] + 1 for c in self.by_kind["consume"] if c["seq"] < back
+                          and c["group"] == group and c.get("queue_topic", c["topic"]) == store["topic"]
+                          and c["queue_id"] == store["queue_id"]]
+                if (committed or pulled) and store["queue_offset"] < max(committed + pulled):
                     return True
         return False
 
@@ -955,9 +955,9 @@ def check_bounded_lateness(ix: _Index, ctx: RunContext) -> dict:
                 last[e["msg_id"]] = e["t_ms"]
             elif e["kind"] == "deliver" and e["msg_id"] in last:
                 stored_at[(e["msg_id"], e["t_ms"])] = last[e["msg_id"]]
-    torn_dues: dict[int, list[int]] = defaultdict(list)
-    for e in ix.torn_level_units():
-        torn_dues[e["queue_id"] + 1].append(due_mono_of_store(e))
+    error_polls: dict[int, list[int]] = defaultdict(list)  # level -> when its task hit a unit whose rebuild threw
+    for level, _offset, _seq, t_ms, _site in ix.level_unit_errors:
+        error_polls[level].append(t_ms)
     for r in delivery_lateness(ix.events):
         bound = ctx.timer_precision_ms + POLL_SLACK_MS if r.level == "timer" else POLL_SLACK_MS
         if back_steps:
@@ -971,9 +971,8 @@ def check_bounded_lateness(ix: _Index, ctx: RunContext) -> dict:
         if crossed:
             bound += LEVEL_POLL_MS * sum(1 for t in crossed if r.due_mono_ms < t <= r.t_ms)
         if isinstance(r.level, int) and not ix.level_retries_a_broken_unit:
-            # 5.x: messageTimeup throws on a torn unit and the task moves past it, but only at its next poll
-            bound += LEVEL_POLL_MS * sum(1 for t in torn_dues.get(r.level, ()) if r.due_mono_ms - LEVEL_POLL_MS
-                                         <= t <= r.t_ms)
+            # 5.x: when messageTimeup throws the task moves past the unit, but only at its next poll (seed 282)
+            bound += LEVEL_POLL_MS * sum(1 for t in error_polls.get(r.level, ()) if r.due_mono_ms <= t <= r.t_ms)
         delivered.add((r.msg_id, r.level))
         if r.due_mono_ms < settled:
             continue
