@@ -471,10 +471,21 @@ def _clock(s: State, cfg: ModelConfig, out: list, collapse: bool = False) -> Non
         return
     step = min(e.wait for lv in s.levels for e in lv.entries if e.wait > 0) if collapse else 1
     levels = tuple(
-        _with(lv, entries=tuple(_with(e, wait=e.wait - step) if e.wait > 0 else e for e in lv.entries))
+        _with(lv, entries=tuple(_with(e, wait=e.wait - step) if e.wait > 0 else e for e in lv.entries),
+              table=_not_due_table(lv, cfg))
         if lv.entries and lv.entries[-1].wait > 0 else lv
         for lv in s.levels)
     out.append((Action("tick", (("ticks", step),)) if step > 1 else Action("tick"), _with(s, levels=levels)))
+
+
+def _not_due_table(lv: Level, cfg: ModelConfig) -> int:
+    """5.x's level task writes updateOffset(level, currOffset) when the unit at its cursor is not due yet: a
+    tick's first poll does. In the clean model the table already equals the cursor there; the cursor moves
+    without a delivery only under #9249 (``skip_failed_delivery``), and then this write is what the store does
+    (the conformance test's counterexample: a failed put skipped, the next unit not yet due)."""
+    if cfg.era == ERA_5 and lv.cursor < len(lv.entries) and lv.entries[lv.cursor].wait > 0:
+        return lv.cursor
+    return lv.table
 
 
 def collapsible_ticks(cfg: ModelConfig) -> bool:
