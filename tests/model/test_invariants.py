@@ -473,7 +473,8 @@ def test_dlq_4x_fallback_fails_for_another_level_or_more_than_one_level_delay():
 
 
 def test_dlq_4x_fallback_fails_when_delivered_after_the_dead_letter():
-    h = _fallback_dlq_4x().consume(50_000, A, reconsume_times=2, queue_topic="%RETRY%G")
+    h = _fallback_dlq_4x().consume(50_000, A, reconsume_times=2, queue_topic="%RETRY%G",
+                                       queue_offset=9)  # a new copy: a retry, not a re-pull
     assert_fails("dlq_after_max_retries", h, A, "as retry 2 after it was dead-lettered", context=ERA4)
 
 

@@ -29,6 +29,10 @@ and watching the invariant fail again.
 | 233 | bounded_lateness | 4.9.8: messageTimeup throws on a torn level copy (REAL_QID zeroed) and | excuse |
 |  |  | retries it every 100 ms: the level never gets past it | |
 | 207 (combos) | no_loss | the same for a unit #495 resurrected after two abnormal recoveries | excuse |
+| 135 (combos) | dlq_after_max_retries | a rebalance re-pulled the copy that was dead-lettered: a duplicate, | invariant bug |
+|  |  | not a retry past the DLQ (a retry is a new copy) | |
+| 258 (combos) | dlq_after_max_retries | a timer copy stored twice after a power failure: two ladders, a retry of | invariant bug |
+|  |  | the second after the first's dead letter (276's excuse, now for every retry) | |
 | 104 (combos) | no_loss | a store rollback cut a queue the consumer had pulled past: it goes on from | excuse |
 |  |  | its own next offset, over the new copies at the reused offsets | |
 | 282 | bounded_lateness | 5.3.3: the level moves past a torn copy, at its next poll | excuse |
@@ -216,7 +220,7 @@ def test_a_copy_stored_twice_may_be_consumed_after_its_twin_was_dead_lettered(mo
 
     result = run_scenario(load_scenario_file(str(REPRO / "explore-276-base.toml")), 276, shuffle_ties=True)
     assert not _failed(result)
-    monkeypatch.setattr(invariants, "_stored_twice", lambda events, c: False)
+    monkeypatch.setattr(invariants, "_another_ladder", lambda events, g, c: False)
     assert "dlq_after_max_retries" in _check(result)
 
 
@@ -305,7 +309,8 @@ def test_a_4x_fallback_dead_letter_is_judged_by_the_attempt_whose_fallback_store
     assert "dlq_after_max_retries" in _check(result, unpaired)
 
 
-@pytest.mark.parametrize("name", ["explore-104-combos", "explore-207-combos"])
+@pytest.mark.parametrize("name", ["explore-104-combos", "explore-135-combos", "explore-207-combos",
+                                  "explore-258-combos"])
 def test_generated_scenarios_with_the_explorers_combinations_hold(name):
     seed = int(name.split("-")[1])
     result = run_scenario(load_scenario_file(str(REPRO / f"{name}.toml")), seed, shuffle_ties=True)
@@ -332,3 +337,21 @@ def test_a_consumer_goes_on_from_what_it_pulled_before_a_rollback():
     cut = [e for e in events if not (e["kind"] == "consume" and e["group"] == "GroupB"
                                      and rollback["t_ms"] - 1000 <= e["t_ms"] <= rollback["t_ms"] + 2000)]
     assert "no_loss" in _check(result, cut)
+
+
+def test_a_retry_of_the_second_ladder_after_the_first_was_dead_lettered(monkeypatch):
+    import model.invariants as invariants
+
+    result = run_scenario(load_scenario_file(str(REPRO / "explore-258-combos.toml")), 258, shuffle_ties=True)
+    assert "dlq_after_max_retries" not in _check(result)
+    monkeypatch.setattr(invariants, "_another_ladder", lambda events, g, c: False)
+    assert "dlq_after_max_retries" in _check(result)
+
+
+def test_a_dead_lettered_copy_pulled_again_is_a_duplicate(monkeypatch):
+    import model.invariants as invariants
+
+    result = run_scenario(load_scenario_file(str(REPRO / "explore-135-combos.toml")), 135, shuffle_ties=True)
+    assert "dlq_after_max_retries" not in _check(result)
+    monkeypatch.setattr(invariants, "_copy_of", lambda c: c["seq"])  # every consume a copy of its own
+    assert "dlq_after_max_retries" in _check(result)
