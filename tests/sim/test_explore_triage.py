@@ -29,6 +29,7 @@ and watching the invariant fail again.
 from __future__ import annotations
 
 import dataclasses
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -41,8 +42,11 @@ from sim.run import run_scenario
 
 REPRO = Path(__file__).resolve().parent.parent / "data" / "repro"
 SEEDS = (4, 5, 10, 17, 19, 31, 41, 61, 70, 71, 77, 95, 166, 3735928559)
+# Seeds whose cause another seed of the table shares (5, 31 as 10; 77 as 70): they hold in the slow tier.
+SLOW_SEEDS = {5, 31, 77}
 
 
+@cache  # one run per seed: the holds test and the excuse test of a seed read the same run
 def _run(seed: int):
     return run_scenario(load_scenario_file(str(REPRO / f"explore-{seed}.toml")), seed, shuffle_ties=True)
 
@@ -51,7 +55,7 @@ def _failed(result) -> dict:
     return {k: v["violations"][:1] for k, v in result.summary["invariants"].items() if not v["holds"]}
 
 
-@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("seed", [pytest.param(s, marks=pytest.mark.slow) if s in SLOW_SEEDS else s for s in SEEDS])
 def test_triaged_generated_scenario_holds(seed):
     result = _run(seed)
     assert result.summary.get("simulator_error") is None

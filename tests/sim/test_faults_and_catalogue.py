@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from scenarios.catalogue import builtin_names, load_builtin
+from scenarios.catalogue import builtin_names
 from scenarios.scenario import load_scenario_text
 from sim.run import run_scenario
+
+from ..shared_runs import builtin_run
 
 BASE = """
 name = "f"
@@ -99,6 +101,5 @@ def test_no_fault_in_the_drain_phase():
 
 @pytest.mark.parametrize("name", builtin_names())
 def test_every_builtin_scenario_runs_end_to_end(name):
-    result = run_scenario(load_builtin(name))
-    stats = result.summary["stats"]
+    stats = builtin_run(name).summary["stats"]
     assert stats["sent"] > 0 and stats["consumed"] + stats["failed_attempts"] > 0

@@ -26,7 +26,10 @@ def _without_shortcuts(monkeypatch, scenario, seed, **options):
         return run_scenario(scenario, seed, check=False, **options)
 
 
-@pytest.mark.parametrize(("name", "seed"), [("consumer-crash", 3), ("dozens-of-process-crashes", 1),
+# dozens-of-process-crashes (the longest built-in) and the fault-heavy sample run in the slow tier; the other
+# built-ins keep crashes, a power failure, resend errors and the timer in the default tier.
+@pytest.mark.parametrize(("name", "seed"), [("consumer-crash", 3),
+                                            pytest.param("dozens-of-process-crashes", 1, marks=pytest.mark.slow),
                                             ("power-failure-async-flush", 2), ("async-deliver-resend-errors", 5),
                                             ("timer-wheel-crash", 4), ("retry-ladder-to-dlq", 1)])
 def test_builtins_equal_without_the_shortcuts(monkeypatch, name, seed):
@@ -35,6 +38,7 @@ def test_builtins_equal_without_the_shortcuts(monkeypatch, name, seed):
     assert fast.history.to_jsonl() == slow.history.to_jsonl()
 
 
+@pytest.mark.slow
 def test_fault_heavy_sample_equal_without_the_shortcuts(monkeypatch):
     scenario = load_scenario_text(FAULT_HEAVY, "fault-heavy")
     fast = run_scenario(scenario, 7, check=False)

@@ -129,7 +129,7 @@ def _same_history(scenario, seed=None, era=None, monkeypatch=None):
     return skipping, faithful
 
 
-@pytest.mark.parametrize(("precision", "seed"), [("1s", 0), ("1s", 3), ("300ms", 1)])
+@pytest.mark.parametrize(("precision", "seed"), [pytest.param("1s", 0, marks=pytest.mark.slow), ("1s", 3), ("300ms", 1)])
 def test_timer_fault_heavy_sample_dormancy_equals_faithful(precision, seed, monkeypatch):
     """Timer messages (rolled ones too) with crashes, a power failure, a graceful restart and clock steps both
     ways, some while the timer is dormant with slots still ahead: the trap of computing skipped polls. 300 ms
@@ -143,7 +143,7 @@ def test_timer_fault_heavy_sample_dormancy_equals_faithful(precision, seed, monk
     assert skipping.world.scheduler.steps < faithful.world.scheduler.steps
 
 
-@pytest.mark.parametrize("seed", [7, 8])
+@pytest.mark.parametrize("seed", [7, pytest.param(8, marks=pytest.mark.slow)])
 def test_fault_heavy_sample_skipping_equals_faithful(seed, monkeypatch):
     skipping, faithful = _same_history(load_scenario_text(FAULT_HEAVY, "fault-heavy"), seed, monkeypatch=monkeypatch)
     kinds = {e["kind"] for e in skipping.history.events}
