@@ -141,7 +141,10 @@ def _history_hash_of(overrides_json: str) -> str:
     return run_scenario(scenario_from_dict(doc, "keys"), seed).summary["history_sha256"]
 
 
-@pytest.mark.parametrize("key", sorted(VARIED))
+# broker.timer_skip_unknown_error needs the timer-power-failure built-in and wedges its dequeue (seconds): slow
+# tier; tests/sim/test_timer_findings.py's #10668 test shows the same key's effect in the default tier.
+@pytest.mark.parametrize("key", [pytest.param(k, marks=pytest.mark.slow) if k == "broker.timer_skip_unknown_error" else k
+                                 for k in sorted(VARIED)])
 def test_varying_the_key_changes_the_history(key):
     context, value = VARIED[key]
     dotted = key if key.split(".")[0] not in loader._ARRAYS else key.replace(".", "[0].", 1)

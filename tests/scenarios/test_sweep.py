@@ -391,6 +391,7 @@ def test_spark_and_map_give_identical_rows_and_cells(spark, tmp_path):
             == [{k: v for k, v in c.items() if k not in drop} for c in b.cells])
 
 
+@pytest.mark.slow  # a dying Python worker costs Spark a task retry; the Spark-vs-map smoke above stays default
 @pytest.mark.spark
 def test_a_task_that_dies_is_an_error_row_and_is_recomputed_on_resume(spark, tmp_path):
     def dies_on_seed_2(history, world):

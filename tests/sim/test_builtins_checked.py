@@ -13,7 +13,7 @@ from scenarios import catalogue
 from scenarios.catalogue import builtin_names, load_builtin
 from sim.run import run_scenario
 
-from ..shared_runs import builtin_run
+from ..shared_runs import builtin_params, builtin_run
 
 
 def test_the_catalogue_is_all_here():
@@ -24,7 +24,7 @@ def test_the_catalogue_is_all_here():
     assert builtin_names() == files
 
 
-@pytest.mark.parametrize("name", builtin_names())
+@pytest.mark.parametrize("name", builtin_params(builtin_names()))
 def test_builtin_holds_every_invariant_and_none_is_vacuous(name):
     scenario = load_builtin(name)
     assert not scenario.notes, scenario.notes  # a built-in's drain covers every delay it configures
