@@ -358,6 +358,7 @@ def test_a_commit_log_file_of_another_size_is_exit_2(tmp_path):
 
 
 # --- (4) determinism ---------------------------------------------------------------------------------------------
+@pytest.mark.slow  # child processes (seconds); tests/sim/test_determinism.py checks across processes by default
 def test_same_inputs_give_the_same_history_in_other_processes(store_of_a, tmp_path):
     scenario_file = tmp_path / "b.toml"
     scenario_file.write_text(SCENARIO_B, encoding="utf-8")

@@ -26,11 +26,12 @@ def _without_shortcuts(monkeypatch, scenario, seed, **options):
         return run_scenario(scenario, seed, check=False, **options)
 
 
-# dozens-of-process-crashes (the longest built-in) and the fault-heavy sample run in the slow tier; the other
-# built-ins keep crashes, a power failure, resend errors and the timer in the default tier.
+# dozens-of-process-crashes (the longest built-in), the power failure and the fault-heavy sample run in the slow
+# tier; the other built-ins keep crashes, resend errors, the timer and the retry ladder in the default tier.
 @pytest.mark.parametrize(("name", "seed"), [("consumer-crash", 3),
                                             pytest.param("dozens-of-process-crashes", 1, marks=pytest.mark.slow),
-                                            ("power-failure-async-flush", 2), ("async-deliver-resend-errors", 5),
+                                            pytest.param("power-failure-async-flush", 2, marks=pytest.mark.slow),
+                                            ("async-deliver-resend-errors", 5),
                                             ("timer-wheel-crash", 4), ("retry-ladder-to-dlq", 1)])
 def test_builtins_equal_without_the_shortcuts(monkeypatch, name, seed):
     fast = run_scenario(load_builtin(name), seed, check=False)

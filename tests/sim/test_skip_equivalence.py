@@ -143,7 +143,10 @@ def test_timer_fault_heavy_sample_dormancy_equals_faithful(precision, seed, monk
     assert skipping.world.scheduler.steps < faithful.world.scheduler.steps
 
 
-@pytest.mark.parametrize("seed", [7, pytest.param(8, marks=pytest.mark.slow)])
+# the fault-heavy sample in the slow tier; the timer fault-heavy sample above keeps crashes, a power failure and
+# clock steps under idle skipping in the default tier
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [7, 8])
 def test_fault_heavy_sample_skipping_equals_faithful(seed, monkeypatch):
     skipping, faithful = _same_history(load_scenario_text(FAULT_HEAVY, "fault-heavy"), seed, monkeypatch=monkeypatch)
     kinds = {e["kind"] for e in skipping.history.events}
