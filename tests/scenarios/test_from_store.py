@@ -516,6 +516,7 @@ topic = "TopicTest"
 """
 
 
+@pytest.mark.slow  # a timer store run twice (seconds); tests/store/timer/test_recovery.py restarts timers by default
 def test_pending_timer_messages_are_delivered_after_the_restart(tmp_path):
     """The store's timer log, wheel and config/timercheck come along: messages waiting on the wheel come due."""
     out = tmp_path / "ta"

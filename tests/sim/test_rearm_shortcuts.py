@@ -56,6 +56,7 @@ def test_shuffled_ties_do_not_take_the_shortcuts(monkeypatch):
     assert fast.world.scheduler.asks == slow.world.scheduler.asks
 
 
+@pytest.mark.slow  # the dense bench shape twice (seconds); the equalities above stay in the default tier
 def test_the_shortcuts_save_questions(monkeypatch):
     """Not a speed assertion: in the dense bench's shape the services are asked for their next wake-up less often."""
     from sim.bench import standard_scenario
