@@ -28,6 +28,8 @@ from .topics import DLQ_PREFIX, RETRY_PREFIX, SCHEDULE_TOPIC, TIMER_TOPIC
 
 LEVEL_POLL_MS = 100  # ScheduleMessageService.DELAY_FOR_A_WHILE
 TIMER_GAVE_UP = re.compile(r"Message processing failed after (\d+) retries\. Msg: (\S+)")
+LEVEL_UNIT_ERROR = re.compile(r"ScheduleMessageService, messageTimeup execute error, level (\d+) offset=(\d+)")
+DAMAGE_SITES = frozenset({"power_failure", "store_rollback", "cq_truncation"})  # faults that lose stored data
 
 CONSUME_SUCCESS = "CONSUME_SUCCESS"
 MAX_QUOTED_EVENTS = 8
@@ -147,7 +149,14 @@ class _Index:
         # #8979: without timerEnableRetryUntilSuccess (the default) 5.3.2-5.3.3 drop a due timer message whose put
         # failed three times, with this ERROR line; check_events turns the excuse on only for such a broker
         self.timer_gives_up = False
+        # 4.9.8's executeOnTimeup retries a unit whose messageTimeup throws (nextOffset names it); 5.x moves past
+        # it. check_events turns this on for a 4.x broker.
+        self.level_retries_a_broken_unit = False
         self.timer_gave_up: dict[str, int] = {}
+        # (level, queue offset, seq, t_ms, fault site) of each unit whose messageTimeup threw (the service's ERROR)
+        self.level_unit_errors = [(int(m.group(1)), int(m.group(2)), e["seq"], e["t_ms"], e.get("fault_site"))
+                                  for e in self.by_kind["log"] if e["logger"] == "ScheduleMessageService"
+                                  for m in [LEVEL_UNIT_ERROR.match(e["message"])] if m is not None]
         for e in self.by_kind["log"]:
             m = TIMER_GAVE_UP.match(e["message"]) if e["logger"] == "TimerMessageStore" else None
             if m is not None and int(m.group(1)) >= 3:
@@ -250,6 +259,7 @@ class _Index:
                 or self.skipped_by_a_stale_timer_queue_offset(msg_id, after_seq)
                 or (self.timer_gives_up and self.timer_gave_up.get(msg_id, -1) > after_seq)
                 or self.behind_a_restarted_timer_read_time(msg_id, after_seq)
+                or self.behind_a_broken_level_unit(msg_id, after_seq)
                 or self.broker_gone_after_power_failure(after_seq)
                 or (group is not None and self.below_a_committed_offset(msg_id, group, after_seq)))
 
@@ -257,13 +267,18 @@ class _Index:
         """#9705 (before develop): config files are written without fsync, so a power failure within the kernel's
         30 s writeback of a rewrite (a shutdown, a new topic) can tear topics.json and its .bak; the broker then
         refuses to start and never comes back. Whatever was still to come after that is RocketMQ's loss."""
+        gone = self.gone_for_good()
+        return gone is not None and gone[1]["seq"] > after_seq
+
+    def gone_for_good(self) -> tuple[dict, dict] | None:
+        """(the power failure, the refused restart) of a broker that #9705 kept down to the end, or None."""
         for r in self.by_kind["restart"]:
-            if r["target"] == "broker" and r.get("ok") is False and r["seq"] > after_seq and ".json" in r.get("error", ""):
+            if r["target"] == "broker" and r.get("ok") is False and ".json" in r.get("error", ""):
                 crash = next((c for c in reversed(self.broker_crashes) if c["seq"] < r["seq"]), None)
                 later = any(x["seq"] > r["seq"] for x in self.restarts)
                 if crash is not None and crash.get("crash_kind") == "power" and not later:
-                    return True
-        return False
+                    return crash, r
+        return None
 
     def behind_a_restarted_timer_read_time(self, msg_id: str, after_seq: int = -1) -> bool:
         """A backwards clock step leaves the wheel's read time ahead of the clock (the reader waits for the clock
@@ -318,6 +333,23 @@ class _Index:
         return any(e.get("timer_out_ms") == slot_ms and e["seq"] < power_seq
                    for e in self._stores(msg_id, after_seq) for slot_ms, power_seq in self.torn_timer_slots)
 
+    def behind_a_broken_level_unit(self, msg_id: str, after_seq: int = -1) -> bool:
+        """4.9.8: a level's unit whose messageTimeup throws because of damaged data (a power failure tore the
+        copy's properties, which only the body's CRC guards, explore seed 233; a unit resurrected after two
+        abnormal recoveries points at an unrelated record without REAL_QID, #495, seed 207) is retried every
+        100 ms and the level never gets past it. Covers the copies of that level's queue at or behind the unit
+        that the error still holds up (logged after the copy was stored)."""
+        if not self.level_retries_a_broken_unit:
+            return False
+        for store in self._stores(msg_id, after_seq):
+            if store["topic"] != SCHEDULE_TOPIC:
+                continue
+            for level, offset, seq, _t, site in self.level_unit_errors:
+                if (site in DAMAGE_SITES and level == store["queue_id"] + 1 and offset <= store["queue_offset"]
+                        and seq > store["seq"]):
+                    return True
+        return False
+
     def behind_a_stale_unit(self, msg_id: str, after_seq: int = -1) -> bool:
         """#495 after a power failure: a resurrected stale unit made the reput skip a copy as "built repeatedly",
         the next copy's unit was appended in its slot ("logic queue order maybe wrong", ROCKETMQ.md 2.5), and a
@@ -337,8 +369,8 @@ class _Index:
         offsets and the consumers' offsets pass over them. #8239 (ASYNC_FLUSH): consumers had committed offsets
         of unflushed messages when the power failed. A store rollback: the broker restarts on an older copy of
         its queues with today's consumerOffset.json, and the group's offsets are read back from it (RocketMQ
-        never compares them with the queue's end). A commit counts until the broker is back: the consumer goes
-        on with what it pulled before the fault."""
+        never compares them with the queue's end). A commit counts until the broker is back, and so does a
+        consume: the consumer goes on from the offset after what it pulled before the fault."""
         for store in self._stores(msg_id, after_seq):
             for crash_seq, back in self.queue_cuts:
                 if store["seq"] < crash_seq:
@@ -347,7 +379,11 @@ class _Index:
                 committed = [c["offset"] for c in self.by_kind["offset_commit"] if c["seq"] < back
                              and c["group"] == group and c["topic"] == store["topic"]
                              and c["queue_id"] == store["queue_id"]]
-                if committed and store["queue_offset"] < max(committed):
+                # the client pulls on from its own next offset, past what it consumed (explore seed 104 with combos)
+                pulled = [c["queue_offset"] + 1 for c in self.by_kind["consume"] if c["seq"] < back
+                          and c["group"] == group and c.get("queue_topic", c["topic"]) == store["topic"]
+                          and c["queue_id"] == store["queue_id"]]
+                if (committed or pulled) and store["queue_offset"] < max(committed + pulled):
                     return True
         return False
 
@@ -643,6 +679,13 @@ def _dead_letter_problem(ix: _Index, events: list[dict], consumes: list[dict], g
         r = rt - 1
         why_not = _late_by_4x_fallback(ix, events, group, dead, r, ctx)
         trigger = [c for c in failed if c["reconsume_times"] == r]
+        # the attempt whose fallback stored the delivered copy: the last one before that copy's store (a level
+        # delivery repeated after a crash may give the group a later attempt with the same count, explore seed 511)
+        made = next((e for e in reversed(events) if e["kind"] == "store" and e["topic"] == SCHEDULE_TOPIC
+                     and e["seq"] < via["seq"] and e["queue_id"] == via["level"] - 1
+                     and e["queue_offset"] == via.get("schedule_queue_offset")), None)
+        if made is not None:
+            trigger = [c for c in trigger if c["seq"] < made["seq"]] or trigger
         # attempt ``limit`` whose broker send-back failed: the broker would have dead-lettered it; its fallback
         # (RECONSUME_TIME limit + 1) does, after an earlier attempt's send-back went through the broker
         broker_would_have = r == limit and any(
@@ -804,6 +847,18 @@ def _delivered_by_a_stale_unit(ix: _Index, events: list[dict], c: dict) -> bool:
     return deliver["due_ms"] not in {e.get("due_ms") for e in events if is_schedule_store(e)}
 
 
+def _retry_made_by(events: list[dict], j: int) -> int:
+    """The reconsumeTimes of the retry copy the send-back ``events[j]`` made: the copy it stored, when its store
+    event follows; else the attempt's count + 1. They differ after a client-local retry: the broker counts from
+    the copy in its commit log (msgExt.getReconsumeTimes() + 1), not from the client's count (explore seed
+    3389118813)."""
+    back = events[j]
+    after = events[j + 1] if j + 1 < len(events) else None
+    if after is not None and after["kind"] == "store" and after["t_ms"] == back["t_ms"]:
+        return after["reconsume_times"]
+    return back["reconsume_times"] + 1
+
+
 def check_retry_schedule(ix: _Index, ctx: RunContext) -> dict:
     """Retry k comes no sooner than its level's delay after the send-back of attempt k-1 (level 3 + (k-1), or
     the level the send-back named), and a copy in %RETRY% has k >= 1. The deliver time is the store time plus the delay on the broker's wall
@@ -831,8 +886,8 @@ def check_retry_schedule(ix: _Index, ctx: RunContext) -> dict:
                                                       f"attempt, so the retry ladder never climbs to the DLQ"})
                 continue
             k = c["reconsume_times"]
-            backs = [b for b in events[:i] if b["kind"] == "send_back" and b["group"] == c["group"]
-                     and b["reconsume_times"] == k - 1 and b["result"] == "ok"]
+            backs = [b for j, b in enumerate(events[:i]) if b["kind"] == "send_back" and b["group"] == c["group"]
+                     and b["result"] == "ok" and _retry_made_by(events, j) == k]
             if not backs:
                 continue
             if _from_a_preloaded_retry(ix, msg_id, c):
@@ -900,6 +955,9 @@ def check_bounded_lateness(ix: _Index, ctx: RunContext) -> dict:
                 last[e["msg_id"]] = e["t_ms"]
             elif e["kind"] == "deliver" and e["msg_id"] in last:
                 stored_at[(e["msg_id"], e["t_ms"])] = last[e["msg_id"]]
+    error_polls: dict[int, list[int]] = defaultdict(list)  # level -> when its task hit a unit whose rebuild threw
+    for level, _offset, _seq, t_ms, _site in ix.level_unit_errors:
+        error_polls[level].append(t_ms)
     for r in delivery_lateness(ix.events):
         bound = ctx.timer_precision_ms + POLL_SLACK_MS if r.level == "timer" else POLL_SLACK_MS
         if back_steps:
@@ -912,6 +970,9 @@ def check_bounded_lateness(ix: _Index, ctx: RunContext) -> dict:
         crossed = file_start_polls.get(r.level)
         if crossed:
             bound += LEVEL_POLL_MS * sum(1 for t in crossed if r.due_mono_ms < t <= r.t_ms)
+        if isinstance(r.level, int) and not ix.level_retries_a_broken_unit:
+            # 5.x: when messageTimeup throws the task moves past the unit, but only at its next poll (seed 282)
+            bound += LEVEL_POLL_MS * sum(1 for t in error_polls.get(r.level, ()) if r.due_mono_ms <= t <= r.t_ms)
         delivered.add((r.msg_id, r.level))
         if r.due_mono_ms < settled:
             continue
@@ -974,6 +1035,26 @@ def _consumed_a_replayed_timer_copy(events: list[dict], original: dict, again: d
     return any(original["seq"] < d["seq"] < again["seq"] for d in direct[1:])
 
 
+def _copies_of_repeated_deliveries(ix: _Index) -> set[tuple[str, int, int]]:
+    """(topic, queue_id, queue_offset) of the copies a scheduled copy's repeated delivery stored. A consume of
+    such a copy repeats an earlier consume only because the delivery repeated, and the delivery is judged as
+    one (explore seed 371: two crashes before the first delayOffset.json persist, each sending level 1 back
+    to offset 0)."""
+    out = set()
+    for events in ix.by_msg.values():
+        seen = set()
+        for i, e in enumerate(events):
+            if e["kind"] != "deliver":
+                continue
+            key = (e["level"], e.get("schedule_queue_offset"))
+            if key in seen and i + 1 < len(events):
+                made = events[i + 1]
+                if made["kind"] == "store" and made["t_ms"] == e["t_ms"]:
+                    out.add((made["topic"], made["queue_id"], made["queue_offset"]))
+            seen.add(key)
+    return out
+
+
 def check_duplicates(ix: _Index, ctx: RunContext) -> dict:
     """Duplicates are expected after crashes, bounded by the persist windows; a graceful restart makes none."""
     violations = []
@@ -1002,10 +1083,14 @@ def check_duplicates(ix: _Index, ctx: RunContext) -> dict:
             original["seq"] < c["seq"] < again["seq"] and not any(original["seq"] < p < c["seq"] for p in delay_persists)
             for c in delay_cuts)
 
+    redelivered = _copies_of_repeated_deliveries(ix)
     for e in ix.events:
         if e["kind"] == "consume" and e["status"] == CONSUME_SUCCESS:
             group = e["group"] + ("/" + e["client_id"] if e["group"] in broadcast else "")
             key = ("consume", group, e["msg_id"])
+            copy = (e.get("queue_topic", e["topic"]), e["queue_id"], e["queue_offset"])
+            if copy in redelivered:
+                key += copy  # the repeated delivery that stored this copy is judged; this copy's own repeats here
         elif e["kind"] == "deliver":
             key = ("deliver", e["level"], e.get("schedule_queue_offset"), e["msg_id"])
         else:
@@ -1085,10 +1170,12 @@ def _due_copies(ix: _Index, ctx: RunContext, since_ms: int = -1) -> list[dict]:
     """Scheduled copies (delay level, retry, timer) due at or after ``since_ms`` and before the end of the drain
     by more than the polling bound: each should have been delivered."""
     not_due = ix.pending(ctx)
+    gone = ix.gone_for_good()
+    gone_ms = gone[0]["t_ms"] if gone is not None else None  # no broker delivers after it went for good
     out = []
     for e in ix.by_kind["store"]:
         due = due_mono_of_store(e) if is_schedule_store(e) else None
-        if due is not None and due >= since_ms and e["msg_id"] not in not_due:
+        if due is not None and due >= since_ms and e["msg_id"] not in not_due and (gone_ms is None or due < gone_ms):
             out.append(e)
     return out
 
@@ -1193,10 +1280,11 @@ def _vacuous_bounded_lateness(ix: _Index, ctx: RunContext, verdict: dict) -> str
 
 def _vacuous_duplicates(ix: _Index, ctx: RunContext, verdict: dict) -> str | None:
     """Should check every successful consume and every delivery. Vacuous when nothing was checked although
-    messages were sent with SEND_OK to a topic a group consumes."""
-    topics = {g.topic for g in ctx.groups}
-    if verdict["checked"] == 0 and any(e["topic"] in topics for e in ix.sent_ok):
-        return "nothing checked although messages were sent to topics with consumers"
+    copies were stored in queues a group consumes (its topic or its %RETRY% topic) or scheduled copies were due
+    before the end (a run whose copies all waited for a broker that never came back had nothing to see)."""
+    topics = {g.topic for g in ctx.groups} | {RETRY_PREFIX + g.group for g in ctx.groups}
+    if verdict["checked"] == 0 and (any(e["topic"] in topics for e in ix.by_kind["store"]) or _due_copies(ix, ctx)):
+        return "nothing checked although copies were stored in queues with consumers or scheduled copies were due"
     return None
 
 
@@ -1230,6 +1318,7 @@ def check_events(events: list[dict], ctx: RunContext, only: list[str] | None = N
     """Every invariant (or those in ``only``), each verdict with ``vacuous`` (and ``vacuous_reason``) set."""
     ix = _Index(events)
     ix.timer_gives_up = not ctx.timer_retry_until_success
+    ix.level_retries_a_broken_unit = ctx.era.startswith("4.")
     out = {}
     for name, fn in CHECKS.items():
         if only is not None and name not in only:

@@ -248,6 +248,9 @@ def _cmd_mutants(args: argparse.Namespace) -> int:
         raise UsageError("--max-seeds must be at least 1")
     if args.explore is not None:
         return _mutants_explore(args)
+    for flag, given in (("--json", args.json), ("--fixed-ties", args.fixed_ties), ("--no-steer", args.no_steer)):
+        if given:
+            raise UsageError(f"{flag} goes with --explore N")
     unknown = sorted(set(args.scenario or ()) - set(builtin_names()))
     if unknown:
         raise UsageError(f"{unknown[0]}: not a built-in scenario (see `rmqsim scenarios`)")
@@ -262,7 +265,7 @@ def _cmd_mutants(args: argparse.Namespace) -> int:
 
 
 def _mutants_explore(args: argparse.Namespace) -> int:
-    """``mutants --explore N``: each mutant against N generated scenarios, ties shuffled."""
+    """``mutants --explore N``: each mutant against N generated scenarios, ties shuffled, steered."""
     from store.mutants import UnknownMutant
 
     from .mutants_runner import format_explore, run_explore
@@ -273,7 +276,7 @@ def _mutants_explore(args: argparse.Namespace) -> int:
     _writable_dir(out_dir, "--out")
     try:
         outcomes, findings = run_explore(args.explore, args.mutant, out_dir=out_dir, check=_checker(),
-                                         progress=True)
+                                         shuffle_ties=not args.fixed_ties, steer=not args.no_steer, progress=True)
     except UnknownMutant as error:
         raise UsageError(str(error)) from None
     if args.json:
@@ -582,6 +585,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--explore", type=int, default=None, metavar="N",
                    help="instead of the built-ins: up to N generated swarm scenarios per mutant (ties shuffled)")
     p.add_argument("--json", action="store_true", help="with --explore: print one JSON document")
+    p.add_argument("--fixed-ties", action="store_true",
+                   help="with --explore: run same-millisecond work in the fixed rank order (to compare with shuffling)")
+    p.add_argument("--no-steer", action="store_true",
+                   help="with --explore: default switch chances (no steering toward rare probes)")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="with --explore: where catches and shrunk repros go (default out/explore)")
     p.set_defaults(func=_cmd_mutants)

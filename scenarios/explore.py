@@ -23,21 +23,39 @@ FAULTS = ("put_failure_rate", "process_crashes", "power_failures", "graceful_res
           "clock_step_back", "clock_step_forward", "send_back_failure_rate", "schedule_rebuild_failure_rate")
 
 
+FEATURE_CHANCE, FAULT_CHANCE = 0.4, 0.3  # each switch's chance to be on, unless steering weights say otherwise
+
+
 class GeneratorBug(AssertionError):
     """A generated scenario the loader rejects or warns about."""
 
 
-def generate_doc(seed: int, combos: bool = True) -> dict:
-    """The raw TOML document of generated scenario ``seed`` (deterministic). ``combos``: add the feature
-    combinations the mutant explorer needs (traffic into the fault window, a slow listener); the CI gate runs
-    without them, on the shapes whose clean-build findings are triaged (tests/sim/test_explore_triage.py)."""
-    rng = random.Random(seed)
-    on = {f for f in FEATURES if rng.random() < 0.4}
-    faults_on = [f for f in FAULTS if rng.random() < 0.3] or [rng.choice(FAULTS)]
+def _draw_switches(rng: random.Random, weights) -> tuple[set[str], list[str]]:
+    """The workload features and fault kinds turned on: one draw per switch whatever the weights, so the
+    draws after these (and the default-weight scenarios triaged with them) stay the same."""
+    weights = weights or {}
+    on = {f for f in FEATURES if rng.random() < weights.get(f, FEATURE_CHANCE)}
+    faults_on = [f for f in FAULTS if rng.random() < weights.get(f, FAULT_CHANCE)] or [rng.choice(FAULTS)]
     if "schedule_rebuild_failure_rate" in faults_on:
         # the rebuild-error fault models 4.9.8's damaged read (rebuild-errors-4x), not a 5.x path
         on.add("era_4_9_8")
         on.discard("timer")
+    return on, faults_on
+
+
+def switches(seed: int, weights=None) -> frozenset[str]:
+    """The feature and fault switches generated scenario ``seed`` turns on (what steering learns from)."""
+    on, faults_on = _draw_switches(random.Random(seed), weights)
+    return frozenset(on) | frozenset(faults_on)
+
+
+def generate_doc(seed: int, combos: bool = True, weights=None) -> dict:
+    """The raw TOML document of generated scenario ``seed`` (deterministic). ``combos``: add the feature
+    combinations the mutant explorer needs (traffic into the fault window, a slow listener); the CI gate runs
+    without them, on the shapes whose clean-build findings are triaged (tests/sim/test_explore_triage.py).
+    ``weights``: switch name -> chance to be on (scenarios/steer.py); the defaults otherwise."""
+    rng = random.Random(seed)
+    on, faults_on = _draw_switches(rng, weights)
     era = "4.9.8" if "era_4_9_8" in on and "timer" not in on else "5.3.3"
     duration_ms = rng.choice((15_000, 20_000, 30_000))
     fault_start_ms = None
@@ -188,9 +206,9 @@ def _takes(subscription: str, tag: str) -> bool:
     return subscription == "*" or tag in [t.strip() for t in subscription.split("||")]
 
 
-def generate(seed: int, combos: bool = True) -> Scenario:
+def generate(seed: int, combos: bool = True, weights=None) -> Scenario:
     """Generated scenario ``seed``, validated by the loader; raises ``GeneratorBug`` on an error or a warning."""
-    doc = generate_doc(seed, combos)
+    doc = generate_doc(seed, combos, weights)
     try:
         scenario = scenario_from_dict(doc, f"<explore seed {seed}>")
     except ValueError as error:

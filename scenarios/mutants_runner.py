@@ -240,17 +240,30 @@ class ExploreOutcome:
 
 
 def run_explore(n: int, mutants: list[str] | None = None, *, out_dir: str, seed_base: int = 1, check=None,
-                shuffle_ties: bool = True, shrink_runs: int = 40, progress: bool = False):
+                shuffle_ties: bool = True, steer: bool = True, shrink_runs: int = 40, progress: bool = False):
     """Each mutant (fidelity-only ones skipped) against generated scenarios ``seed_base .. seed_base+n-1``
     (the same for every mutant) until one fails an invariant that the clean build holds on the same
-    scenario and seed. Returns (outcomes, clean findings: [(seed, failing invariants, file)])."""
+    scenario and seed. ``steer``: scenario S is generated with the weights that the clean runs of the seeds
+    before it lead to (scenarios/steer.py); clean runs are asked for in seed order, so S's scenario is the same
+    for every mutant. Returns (outcomes, clean findings: [(seed, failing invariants, file)])."""
     import os
 
     from sim.run import run_scenario
     from sim.shrink import shrink, write_shrunk
 
-    from .explore import generate
+    from .explore import generate as generate_weighted
+    from .explore import switches
+    from .steer import Steering
     from .toml_out import dumps
+
+    steering = Steering()
+    scenarios: dict[int, object] = {}
+
+    def generate(seed: int):
+        if seed not in scenarios:
+            weights = steering.weights() if steer else {}
+            scenarios[seed] = (generate_weighted(seed, weights=weights), weights)
+        return scenarios[seed][0]
 
     if check is None:
         from sim.checking import check_run as check
@@ -263,8 +276,9 @@ def run_explore(n: int, mutants: list[str] | None = None, *, out_dir: str, seed_
     def clean_verdicts(seed: int) -> dict:
         if seed not in clean:
             scenario = generate(seed)
-            inv = run_scenario(scenario, seed, check=check, shuffle_ties=shuffle_ties).summary["invariants"]
-            clean[seed] = inv
+            summary = run_scenario(scenario, seed, check=check, shuffle_ties=shuffle_ties).summary
+            inv = clean[seed] = summary["invariants"]
+            steering.record(switches(seed, scenarios[seed][1]), summary.get("probes", {}))
             failed = [k for k, v in inv.items() if not v["holds"]]
             if failed:
                 path = os.path.join(out_dir, f"clean-finding-explore-{seed}.toml")

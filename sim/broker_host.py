@@ -179,8 +179,8 @@ class BrokerHost:
             return
         world = self.world
         self.timer_seen()
-        # After a power failure the copies past the flushed end of the commit log may be lost or torn.
-        extra = {"commit_log_durable": broker.message_store.commit_log.get_flushed_where()} if kind == "power" else {}
+        # After a power failure the copies past the durable end of the commit log may be lost or torn.
+        extra = {"commit_log_durable": self._commit_log_on_platter(broker)} if kind == "power" else {}
         world.recorder.record("crash", target="broker", crash_kind=kind, site=site, **extra)
         self.down_site = {"process": "process_crash", "power": "power_failure"}.get(kind) if site == "plan" else site
         if kind == "power":
@@ -195,6 +195,18 @@ class BrokerHost:
             world.recorder.record("fault", site="power", action="unflushed bytes lost", detail=str(lost))
         self.down_since = world.now_mono()
         self.restart_at(world.now_mono() + world.scenario.faults.restart_after_ms)
+
+    def _commit_log_on_platter(self, broker) -> int:
+        """Where the commit log stops being durable: its flushed position, or earlier when a recovery after a
+        process crash set that position over bytes still only in the page cache (recoverNormally/Abnormally
+        call setFlushedWhere(processOffset) without a flush)."""
+        commit_log = broker.message_store.commit_log
+        durable = commit_log.get_flushed_where()
+        for mapped in commit_log.mfq.mapped_files:
+            lo = self.world.disk.unflushed_from(mapped.path)
+            if lo is not None:
+                durable = min(durable, mapped.file_from_offset + lo)
+        return durable
 
     def stop(self) -> None:
         """A graceful shutdown (persist everything, delete the abort file), then a restart."""

@@ -343,6 +343,12 @@ class MemoryDisk:
         self.makedirs(parent_of(dst))
         self._files[dst] = f
 
+    def unflushed_from(self, path: str) -> int | None:
+        """The first byte of ``path`` the page cache holds but the platter may not (None: all flushed).
+        A recovery sets the store's flushed position without flushing, so only the disk knows this."""
+        f = self._files.get(path)
+        return None if f is None or f.dirty_lo < 0 else f.dirty_lo
+
     # Crash semantics --------------------------------------------------------------------
     def process_crash(self) -> None:
         """kill -9: the page cache survives, so every write is kept. Nothing to do."""

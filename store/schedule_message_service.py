@@ -384,8 +384,8 @@ class DeliverDelayedMessageTimerTask:
                 self.dead = True
                 return
             # E3: nextOffset still names the failing unit (retried); E4/E5: it is already past it (skipped).
-            svc.log.error(f"ScheduleMessageService, messageTimeup execute error, offset={next_offset}: {error!r}", error,
-                          DISK_DAMAGE)
+            svc.log.error(f"ScheduleMessageService, messageTimeup execute error, level {level} offset={next_offset}: "
+                          f"{error!r}", error, DISK_DAMAGE)
         self.schedule_next(next_offset, DELAY_FOR_A_WHILE_MS)
 
     def _recorded_offset(self, curr_offset: int) -> int:

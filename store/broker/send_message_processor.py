@@ -16,7 +16,7 @@ from collections.abc import Callable
 from .. import message as codec
 from ..client.api import MQBrokerException, ResponseCode
 from ..faults import SITE_SEND_BACK, check_crash
-from ..log import as_log
+from ..log import DISK_DAMAGE, as_log
 from ..message_store import DefaultMessageStore
 from ..probes import NO_PROBES
 from ..put_status import PutMessageResult, PutMessageStatus
@@ -169,7 +169,9 @@ class SendMessageProcessor:
             raise MQBrokerException(ResponseCode.NO_PERMISSION, f"the topic[{new_topic}] sending message is forbidden")
         msg_ext = self.store.look_message_by_offset(commit_log_offset)
         if msg_ext is None:
-            raise MQBrokerException(ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {commit_log_offset}")
+            # the consumer pulled this copy, so only a loss of stored data (a power failure) can have removed it
+            raise MQBrokerException(ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {commit_log_offset}",
+                                    fault_site=DISK_DAMAGE)
         props = msg_ext.properties
         if codec.PROPERTY_RETRY_TOPIC not in props:
             props[codec.PROPERTY_RETRY_TOPIC] = msg_ext.topic

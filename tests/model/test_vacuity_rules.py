@@ -87,9 +87,31 @@ def test_bounded_lateness_rule():
 
 
 def test_duplicates_rule():
-    h = H().send(0, A)
+    h = H().send(0, A).store(0, A)
     verdict = check_events(h.events, ctx(), only=["duplicates"])["duplicates"]
     assert verdict["vacuous"] and verdict["checked"] == 0
+    assert _rule("duplicates", H().send(0, A)) is None  # nothing stored where a group reads, nothing due
+
+
+def _gone_for_good(h: H, t: int) -> H:
+    """A power failure at ``t`` and a restart that #9705's torn topics.json refused (explore seed 131)."""
+    h.crash(t, crash_kind="power")
+    h.events[-1]["commit_log_durable"] = 0
+    h.add(t + 1000, "restart", target="broker", ok=False, error="config/topics.json.bak unreadable")
+    return h
+
+
+def test_nothing_is_due_after_the_broker_went_for_good():
+    late = _sched(H().send(0, A, level=3), 0, level=3)  # due at 10 s
+    assert _rule("no_early_delivery", late) is not None
+    assert _rule("per_level_order", late) is not None
+    assert _rule("duplicates", late) is not None
+    gone = _gone_for_good(_sched(H().send(0, A, level=3), 0, level=3), 5000)
+    assert _rule("no_early_delivery", gone) is None
+    assert _rule("per_level_order", gone) is None
+    assert _rule("duplicates", gone) is None
+    due_before = _gone_for_good(_sched(H().send(0, A, level=1), 0, level=1), 5000)  # due at 1 s
+    assert _rule("no_early_delivery", due_before) is not None
 
 
 def test_groups_come_from_consumer_start_events():

@@ -24,6 +24,23 @@ and watching the invariant fail again.
 | 166 | bounded_lateness | a level queue is FIFO: copies behind one stored before a backwards step wait for it | excuse |
 | 70, 86 (fault window) | no_loss | backwards step, then a restart: recover reloads the read time ahead of the | excuse |
 |  |  | clock and sets the write time to now: copies due in between go to slots already read | |
+| 233, 251 | bounded_lateness | a recovery after a kill -9 sets the flushed position over bytes still in the | sim bug (fixed) |
+|  |  | page cache; the next power failure tore copies the history called durable | |
+| 233 | bounded_lateness | 4.9.8: messageTimeup throws on a torn level copy (REAL_QID zeroed) and | excuse |
+|  |  | retries it every 100 ms: the level never gets past it | |
+| 207 (combos) | no_loss | the same for a unit #495 resurrected after two abnormal recoveries | excuse |
+| 104 (combos) | no_loss | a store rollback cut a queue the consumer had pulled past: it goes on from | excuse |
+|  |  | its own next offset, over the new copies at the reused offsets | |
+| 282 | bounded_lateness | 5.3.3: the level moves past a torn copy, at its next poll | excuse |
+| 3389118813 | retry_schedule | a send-back after a client-local retry stores reconsumeTimes from the broker's | invariant bug |
+|  |  | copy (0 + 1), not the client's count: the retry was paired with the wrong send-back | |
+| 131 | 3 vacuous | #9705 kept the broker down before any copy fell due: nothing was due | vacuity rule |
+| 371 | duplicates | two crashes, each before the first delayOffset.json persist (10 s after a start): | invariant bug |
+|  |  | level 1 redelivered from 0; the consumes of those copies were judged as consumer repeats | |
+| 399 | no_unexpected_errors | a send-back of a copy a power failure destroyed: "look message by offset | sim bug (fixed) |
+|  |  | failed" carried no fault site | |
+| 511 | dlq_after_max_retries | 4.9.8 fallback DLQ judged by a later attempt (same count) on a copy a crash | invariant bug |
+|  |  | made the level deliver again, not by the attempt whose fallback stored it | |
 """
 
 from __future__ import annotations
@@ -41,7 +58,7 @@ from sim.checking import context_of
 from sim.run import run_scenario
 
 REPRO = Path(__file__).resolve().parent.parent / "data" / "repro"
-SEEDS = (4, 5, 10, 17, 19, 31, 41, 61, 70, 71, 77, 95, 166, 3735928559)
+SEEDS = (4, 5, 10, 17, 19, 31, 41, 61, 70, 71, 77, 95, 131, 166, 233, 251, 282, 371, 399, 511, 3735928559, 3389118813)
 # Seeds whose cause another seed of the table shares (5, 31 as 10; 71 as 17; 77 as 70): they hold in the slow tier.
 SLOW_SEEDS = {5, 31, 71, 77}
 
@@ -205,3 +222,117 @@ def test_a_copy_stored_twice_may_be_consumed_after_its_twin_was_dead_lettered(mo
     assert not _failed(result)
     monkeypatch.setattr(invariants, "_stored_twice", lambda events, c: False)
     assert "dlq_after_max_retries" in _check(result)
+
+
+@pytest.mark.parametrize("seed", [251])  # 233's copies are also held up by its level's broken unit (below)
+def test_a_power_failure_soon_after_a_recovery_tears_copies_the_flushed_position_covered(seed, monkeypatch):
+    from sim.broker_host import BrokerHost
+
+    result = _run(seed)
+    assert "bounded_lateness" not in _check(result)
+    flushed = [(e["seq"], e["commit_log_durable"]) for e in result.history.events
+               if e["kind"] == "crash" and e.get("crash_kind") == "power"]
+    # before the fix: the store's flushed position, which a recovery sets without flushing
+    monkeypatch.setattr(BrokerHost, "_commit_log_on_platter",
+                        lambda self, broker: broker.message_store.commit_log.get_flushed_where())
+    before = run_scenario(load_scenario_file(str(REPRO / f"explore-{seed}.toml")), seed, shuffle_ties=True)
+    claimed = [(e["seq"], e["commit_log_durable"]) for e in before.history.events
+               if e["kind"] == "crash" and e.get("crash_kind") == "power"]
+    assert any(d < c for (_, d), (_, c) in zip(flushed, claimed))
+    assert "bounded_lateness" in _failed(before)
+
+
+def test_a_torn_level_copy_blocks_its_level_in_4x_and_costs_a_poll_in_5x():
+    r233 = _run(233)
+    assert any(e["kind"] == "log" and "messageTimeup execute error, level 5 offset=33" in e["message"]
+               for e in r233.history.events)
+    assert "bounded_lateness" not in _check(r233)
+    assert "bounded_lateness" in _check(r233, era="5.3.3")  # 5.x would have moved past the torn copy
+    r282 = _run(282)
+    assert "bounded_lateness" not in _check(r282)
+    assert "bounded_lateness" in _check(r282, era="4.9.8")  # the 4.x excuse covers only what stays behind
+
+
+def test_a_retry_is_paired_with_the_send_back_that_stored_its_copy(monkeypatch):
+    import model.invariants as invariants
+
+    result = _run(3389118813)
+    events = result.history.events
+    local = [e for e in events if e["kind"] == "send_back" and e.get("path") == "local-retry"]
+    assert local
+    assert "retry_schedule" not in _check(result)
+    monkeypatch.setattr(invariants, "_retry_made_by", lambda events, j: events[j]["reconsume_times"] + 1)
+    assert "retry_schedule" in _check(result)
+
+
+def test_nothing_is_due_after_the_broker_refused_to_start_for_good():
+    result = _run(131)
+    events = result.history.events
+    (refused,) = [e for e in events if e["kind"] == "restart" and e.get("ok") is False]
+    assert "topics.json" in refused["error"]
+    ctx = context_of(result.world, events)
+    without = [e for e in events if e is not refused]
+    vacuous = {k for k, v in check_events(without, ctx).items() if v.get("vacuous")}
+    assert {"no_early_delivery", "per_level_order"} <= vacuous
+
+
+def test_consumes_of_a_repeated_level_delivery_are_judged_by_that_delivery(monkeypatch):
+    import model.invariants as invariants
+
+    result = _run(371)
+    persists = [e for e in result.history.events if e["kind"] == "persist" and e["file"] == "delayOffset.json"]
+    crashes = [e for e in result.history.events if e["kind"] == "crash" and e["target"] == "broker"]
+    assert len(crashes) >= 2 and not any(p["t_ms"] < crashes[1]["t_ms"] for p in persists)
+    assert "duplicates" not in _check(result)
+    monkeypatch.setattr(invariants, "_copies_of_repeated_deliveries", lambda ix: set())
+    assert "duplicates" in _check(result)
+
+
+def test_a_send_back_of_a_copy_a_power_failure_destroyed_names_the_power_failure():
+    result = _run(399)
+    (line,) = [e for e in result.history.events if e["kind"] == "log" and "look message by offset failed" in e["message"]]
+    assert line["level"] == "ERROR" and line["fault_site"] == "power_failure"
+    assert "no_unexpected_errors" in _check(result, [dict(e, fault_site=None) if e is line else e
+                                                    for e in result.history.events])
+
+
+def test_a_4x_fallback_dead_letter_is_judged_by_the_attempt_whose_fallback_stored_it():
+    result = _run(511)
+    events = result.history.events
+    assert "dlq_after_max_retries" not in _check(result)
+    fallback_copies = [events[i + 1] for i, e in enumerate(events[:-1]) if e["kind"] == "send_back"
+                       and e.get("path") == "producer-fallback" and e["result"] == "ok"
+                       and events[i + 1]["kind"] == "store" and events[i + 1]["t_ms"] == e["t_ms"]]
+    assert fallback_copies
+    # without the fallback's stored copy the later attempt (same count, a repeated level delivery) is taken
+    unpaired = [e for e in events if not any(e is c for c in fallback_copies)]
+    assert "dlq_after_max_retries" in _check(result, unpaired)
+
+
+@pytest.mark.parametrize("name", ["explore-104-combos", "explore-207-combos"])
+def test_generated_scenarios_with_the_explorers_combinations_hold(name):
+    seed = int(name.split("-")[1])
+    result = run_scenario(load_scenario_file(str(REPRO / f"{name}.toml")), seed, shuffle_ties=True)
+    assert not _failed(result)
+
+
+def test_a_level_stuck_on_a_unit_resurrected_after_two_abnormal_recoveries(monkeypatch):
+    import model.invariants as invariants
+
+    result = run_scenario(load_scenario_file(str(REPRO / "explore-207-combos.toml")), 207, shuffle_ties=True)
+    errors = [e for e in result.history.events if e["kind"] == "log" and "KeyError('REAL_QID')" in e["message"]]
+    assert errors and all(e["fault_site"] == "power_failure" for e in errors)
+    assert "no_loss" not in _check(result)
+    monkeypatch.setattr(invariants._Index, "behind_a_broken_level_unit", lambda self, msg_id, after_seq=-1: False)
+    assert "no_loss" in _check(result)
+
+
+def test_a_consumer_goes_on_from_what_it_pulled_before_a_rollback():
+    result = run_scenario(load_scenario_file(str(REPRO / "explore-104-combos.toml")), 104, shuffle_ties=True)
+    events = result.history.events
+    assert "no_loss" not in _check(result)
+    rollback = next(e for e in events if e["kind"] == "crash" and e.get("site") == "store_rollback")
+    # without the consumes between the last commit and the rollback, nothing says the client had pulled past
+    cut = [e for e in events if not (e["kind"] == "consume" and e["group"] == "GroupB"
+                                     and rollback["t_ms"] - 1000 <= e["t_ms"] <= rollback["t_ms"] + 2000)]
+    assert "no_loss" in _check(result, cut)
