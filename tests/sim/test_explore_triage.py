@@ -63,9 +63,13 @@ SEEDS = (4, 5, 10, 17, 19, 31, 41, 61, 70, 71, 77, 95, 131, 166, 233, 251, 282, 
 SLOW_SEEDS = {5, 31, 71, 77}
 
 
-@cache  # one run per seed: the holds test and the excuse test of a seed read the same run
 def _run(seed: int):
-    return run_scenario(load_scenario_file(str(REPRO / f"explore-{seed}.toml")), seed, shuffle_ties=True)
+    return _run_file(f"explore-{seed}", seed)
+
+
+@cache  # one run per file and seed: the holds test and the excuse test of a seed read the same run
+def _run_file(name: str, seed: int):
+    return run_scenario(load_scenario_file(str(REPRO / f"{name}.toml")), seed, shuffle_ties=True)
 
 
 def _failed(result) -> dict:
@@ -311,15 +315,14 @@ def test_a_4x_fallback_dead_letter_is_judged_by_the_attempt_whose_fallback_store
 
 @pytest.mark.parametrize("name", ["explore-104-combos", "explore-207-combos"])
 def test_generated_scenarios_with_the_explorers_combinations_hold(name):
-    seed = int(name.split("-")[1])
-    result = run_scenario(load_scenario_file(str(REPRO / f"{name}.toml")), seed, shuffle_ties=True)
+    result = _run_file(name, int(name.split("-")[1]))
     assert not _failed(result)
 
 
 def test_a_level_stuck_on_a_unit_resurrected_after_two_abnormal_recoveries(monkeypatch):
     import model.invariants as invariants
 
-    result = run_scenario(load_scenario_file(str(REPRO / "explore-207-combos.toml")), 207, shuffle_ties=True)
+    result = _run_file("explore-207-combos", 207)
     errors = [e for e in result.history.events if e["kind"] == "log" and "KeyError('REAL_QID')" in e["message"]]
     assert errors and all(e["fault_site"] == "power_failure" for e in errors)
     assert "no_loss" not in _check(result)
@@ -328,7 +331,7 @@ def test_a_level_stuck_on_a_unit_resurrected_after_two_abnormal_recoveries(monke
 
 
 def test_a_consumer_goes_on_from_what_it_pulled_before_a_rollback():
-    result = run_scenario(load_scenario_file(str(REPRO / "explore-104-combos.toml")), 104, shuffle_ties=True)
+    result = _run_file("explore-104-combos", 104)
     events = result.history.events
     assert "no_loss" not in _check(result)
     rollback = next(e for e in events if e["kind"] == "crash" and e.get("site") == "store_rollback")
