@@ -53,8 +53,10 @@ CASES = {
 
 
 # Pinned catches whose bug run is long (seconds: dozens of crashes, a timer power failure, all levels under
-# load, a flaky consumer with a broker crash) run in the slow tier; every other mutant's catch is default.
-LONG = {"not_due_offset_plus_one", "timer_no_queue_offset_clamp", "next_begin_plus_one", "commit_on_failed_send_back"}
+# load, a flaky consumer with a broker crash, a rollback losing a level queue, a timer restart during put
+# retries) run in the slow tier; every other mutant's catch is in the default tier.
+LONG = {"not_due_offset_plus_one", "timer_no_queue_offset_clamp", "next_begin_plus_one", "commit_on_failed_send_back",
+        "correct_delay_offset_skips_missing_cq", "timer_read_time_early"}
 
 
 @cache

@@ -27,10 +27,14 @@ DEFAULTS = [(ModelConfig(messages=1, levels=2, max_retries=1, crashes=1, mutants
 LONG_DEFAULTS = {None, "offset_from_task_start", "retry_level_2_plus_r"}
 
 
+# ... and the clean configurations that take seconds (the other clean ones stay default)
+LONG_CASE_IDS = {"clean-1m2l1c0f", "clean-2m2l1c0f"}
+
+
 def _tiered(cases, long_names=frozenset()):
-    """``cases`` as parameters, the ones named in ``long_names`` marked slow."""
-    return [pytest.param(c, marks=pytest.mark.slow, id=_ids(c)) if c[1] in long_names else pytest.param(c, id=_ids(c))
-            for c in cases]
+    """``cases`` as parameters, the ones named in ``long_names`` (or LONG_CASE_IDS) marked slow."""
+    return [pytest.param(c, marks=pytest.mark.slow, id=_ids(c)) if c[1] in long_names or _ids(c) in LONG_CASE_IDS
+            else pytest.param(c, id=_ids(c)) for c in cases]
 
 
 @cache
@@ -117,8 +121,8 @@ DISTINCT = [(ModelConfig(messages=2, levels=2, max_retries=0, crashes=1, put_fai
                          send_levels=(0, 1, 2)), None)]
 
 
-@pytest.mark.parametrize("case", DISTINCT + [c for c in CASES if not renamings_can_meet(c[0].send_levels)
-                                             and c[0].messages > 1], ids=_ids)
+@pytest.mark.parametrize("case", _tiered(DISTINCT + [c for c in CASES if not renamings_can_meet(c[0].send_levels)
+                                                     and c[0].messages > 1]))
 def test_with_distinct_send_levels_the_canonical_form_merges_nothing(case):
     """The proof in symmetry.renamings_can_meet, checked: the canonical form itself finds no two states
     of the graph that are renamings of each other."""

@@ -228,6 +228,7 @@ def test_a_copy_stored_twice_may_be_consumed_after_its_twin_was_dead_lettered(mo
     assert "dlq_after_max_retries" in _check(result)
 
 
+@pytest.mark.slow  # the run before the fix is a second run of 251 (seconds); holds[251] stays in the default tier
 @pytest.mark.parametrize("seed", [251])  # 233's copies are also held up by its level's broken unit (below)
 def test_a_power_failure_soon_after_a_recovery_tears_copies_the_flushed_position_covered(seed, monkeypatch):
     from sim.broker_host import BrokerHost
@@ -313,12 +314,15 @@ def test_a_4x_fallback_dead_letter_is_judged_by_the_attempt_whose_fallback_store
     assert "dlq_after_max_retries" in _check(result, unpaired)
 
 
-@pytest.mark.parametrize("name", ["explore-104-combos", "explore-207-combos"])
+# 207 (a unit #495 resurrected after two abnormal recoveries) runs for seconds: its holds and excuse tests are slow;
+# test_a_torn_level_copy_blocks_its_level_in_4x_and_costs_a_poll_in_5x keeps a broken level unit in the default tier
+@pytest.mark.parametrize("name", ["explore-104-combos", pytest.param("explore-207-combos", marks=pytest.mark.slow)])
 def test_generated_scenarios_with_the_explorers_combinations_hold(name):
     result = _run_file(name, int(name.split("-")[1]))
     assert not _failed(result)
 
 
+@pytest.mark.slow
 def test_a_level_stuck_on_a_unit_resurrected_after_two_abnormal_recoveries(monkeypatch):
     import model.invariants as invariants
 

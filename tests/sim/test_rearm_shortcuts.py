@@ -26,13 +26,15 @@ def _without_shortcuts(monkeypatch, scenario, seed, **options):
         return run_scenario(scenario, seed, check=False, **options)
 
 
-# dozens-of-process-crashes (the longest built-in), the power failure and the fault-heavy sample run in the slow
-# tier; the other built-ins keep crashes, resend errors, the timer and the retry ladder in the default tier.
+# dozens-of-process-crashes (the longest built-in), the power failure, the timer crash and the fault-heavy sample
+# run in the slow tier; the other built-ins keep crashes, resend errors and the retry ladder in the default tier
+# (test_shuffled_ties_do_not_take_the_shortcuts keeps a timer built-in).
 @pytest.mark.parametrize(("name", "seed"), [("consumer-crash", 3),
                                             pytest.param("dozens-of-process-crashes", 1, marks=pytest.mark.slow),
                                             pytest.param("power-failure-async-flush", 2, marks=pytest.mark.slow),
                                             ("async-deliver-resend-errors", 5),
-                                            ("timer-wheel-crash", 4), ("retry-ladder-to-dlq", 1)])
+                                            pytest.param("timer-wheel-crash", 4, marks=pytest.mark.slow),
+                                            ("retry-ladder-to-dlq", 1)])
 def test_builtins_equal_without_the_shortcuts(monkeypatch, name, seed):
     fast = run_scenario(load_builtin(name), seed, check=False)
     slow = _without_shortcuts(monkeypatch, load_builtin(name), seed)
