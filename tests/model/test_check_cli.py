@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import networkx as nx
+import pytest
 
 from scenarios.check_cli import check_main
 
@@ -118,6 +119,7 @@ def test_a_graph_over_the_limit_is_refused_unless_forced(tmp_path, capsys, monke
     assert nx.read_graphml(path).number_of_nodes() == 752
 
 
+@pytest.mark.slow  # two whole checks (seconds); tests/model/test_reductions.py compares the two modes by default
 def test_no_tick_collapse_explores_more_states_with_the_same_verdict(capsys):
     argv = ["--messages", "1", "--levels", "2", "--crashes", "1", "--put-failures", "0", "--json", "--no-progress"]
     assert check_main(argv) == 0

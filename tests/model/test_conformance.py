@@ -204,6 +204,15 @@ class ModelVersusStore(RuleBasedStateMachine):
 
 TestCleanModelMatchesStore = ModelVersusStore.TestCase
 TestCleanModelMatchesStore.settings = CONFORMANCE_SETTINGS
+TestCleanModelMatchesStore.pytestmark = [pytest.mark.slow]
+
+
+class _QuickClean(ModelVersusStore):
+    """The same comparison on a third of the examples: the default tier's share of the one above."""
+
+
+TestCleanModelMatchesStoreQuick = _QuickClean.TestCase
+TestCleanModelMatchesStoreQuick.settings = settings(CONFORMANCE_SETTINGS, max_examples=20)
 
 
 class ModelVersusStore498(ModelVersusStore):

@@ -5,6 +5,7 @@ configurations and on every model mutant (tests/model/test_model_check.py's MUTA
 from __future__ import annotations
 
 import random
+from functools import cache
 
 import pytest
 
@@ -21,6 +22,25 @@ CASES = [(cfg, None) for cfg in CLEAN] + [
 DEFAULTS = [(ModelConfig(messages=1, levels=2, max_retries=1, crashes=1, mutants=frozenset({name} if name else ()),
                          era="4.9.8" if name == "drop_on_exception" else "5.3.3"), name)
             for name in [None, *sorted(MUTANTS)]]
+# Under these the default bounds explore the whole graph (seconds each): the slow tier runs them; CASES (the
+# small clean configurations and every model mutant) and the mutants that stop early stay in the default tier.
+LONG_DEFAULTS = {None, "offset_from_task_start", "retry_level_2_plus_r"}
+
+
+# ... and the clean configurations that take seconds (the other clean ones stay default)
+LONG_CASE_IDS = {"clean-1m2l1c0f", "clean-2m2l1c0f"}
+
+
+def _tiered(cases, long_names=frozenset()):
+    """``cases`` as parameters, the ones named in ``long_names`` (or LONG_CASE_IDS) marked slow."""
+    return [pytest.param(c, marks=pytest.mark.slow, id=_ids(c)) if c[1] in long_names or _ids(c) in LONG_CASE_IDS
+            else pytest.param(c, id=_ids(c)) for c in cases]
+
+
+@cache
+def _checked(cfg: ModelConfig, collapse_ticks: bool = True):
+    """``check`` at 200 000 states: the ticking run is shared by the edge-store and the tick-collapse tests."""
+    return check(cfg, max_states=200_000, collapse_ticks=collapse_ticks)
 
 
 def _ids(case):
@@ -37,17 +57,17 @@ def _same_verdict(a, b):
     assert (a.states, a.edges) == (b.states, b.edges)
 
 
-@pytest.mark.parametrize("case", CASES + DEFAULTS, ids=_ids)
+@pytest.mark.parametrize("case", _tiered(CASES) + _tiered(DEFAULTS, LONG_DEFAULTS))
 def test_without_the_edge_store_the_verdict_and_the_counts_are_the_same(case):
     cfg, _name = case
-    lean = check(cfg, max_states=200_000, collapse_ticks=False)  # collapsing needs the acyclic mode
+    lean = _checked(cfg, collapse_ticks=False)  # collapsing needs the acyclic mode
     full = check(cfg, max_states=200_000, store_edges=True)
     assert lean.graph.acyclic and len(lean.graph.edge_dst) == 0  # no fallback: every edge lowered the rank
     assert not full.graph.acyclic and full.nontrivial_sccs == 0
     _same_verdict(lean, full)
 
 
-@pytest.mark.parametrize("case", CASES + DEFAULTS[:1], ids=_ids)
+@pytest.mark.parametrize("case", _tiered(CASES) + _tiered(DEFAULTS[:1], LONG_DEFAULTS))
 def test_every_edge_of_the_whole_graph_lowers_the_progress_rank(case):
     """Past the first violation too: the rank argument must hold on the mutant's whole graph."""
     cfg, _name = case
@@ -61,8 +81,10 @@ def test_every_edge_of_the_whole_graph_lowers_the_progress_rank(case):
             assert ranks[j] < ranks[i]
 
 
-def test_a_rank_that_does_not_drop_falls_back_to_the_edge_store(monkeypatch):
-    cfg = ModelConfig(messages=1, levels=2, max_retries=1, crashes=1)
+@pytest.mark.parametrize("cfg", [ModelConfig(messages=1, levels=2, max_retries=1, crashes=0),
+                                 pytest.param(ModelConfig(messages=1, levels=2, max_retries=1, crashes=1),
+                                              marks=pytest.mark.slow)], ids=["1m2l0c", "1m2l1c"])
+def test_a_rank_that_does_not_drop_falls_back_to_the_edge_store(monkeypatch, cfg):
     honest = check(cfg, collapse_ticks=False)
     monkeypatch.setattr(checker_module, "progress_rank", lambda s: (0,))
     fallback = check(cfg)
@@ -99,8 +121,8 @@ DISTINCT = [(ModelConfig(messages=2, levels=2, max_retries=0, crashes=1, put_fai
                          send_levels=(0, 1, 2)), None)]
 
 
-@pytest.mark.parametrize("case", DISTINCT + [c for c in CASES if not renamings_can_meet(c[0].send_levels)
-                                             and c[0].messages > 1], ids=_ids)
+@pytest.mark.parametrize("case", _tiered(DISTINCT + [c for c in CASES if not renamings_can_meet(c[0].send_levels)
+                                                     and c[0].messages > 1]))
 def test_with_distinct_send_levels_the_canonical_form_merges_nothing(case):
     """The proof in symmetry.renamings_can_meet, checked: the canonical form itself finds no two states
     of the graph that are renamings of each other."""
@@ -121,11 +143,11 @@ def test_equal_send_levels_keep_the_canonical_form():
     assert reduced.states < check(cfg, symmetry=False).states
 
 
-@pytest.mark.parametrize("case", CASES + DEFAULTS, ids=_ids)
+@pytest.mark.parametrize("case", _tiered(CASES) + _tiered(DEFAULTS, LONG_DEFAULTS))
 def test_collapsed_ticks_give_the_same_verdict(case):
     cfg, name = case
-    collapsed = check(cfg, max_states=200_000)
-    ticking = check(cfg, max_states=200_000, collapse_ticks=False)
+    collapsed = _checked(cfg)
+    ticking = _checked(cfg, collapse_ticks=False)
     assert collapsed.graph.collapse_ticks == (name != "offset_from_task_start")
     assert not ticking.graph.collapse_ticks
     assert collapsed.verdict() == ticking.verdict()

@@ -15,6 +15,8 @@ from scenarios.scenario import load_scenario_text
 from sim.checking import context_of
 from sim.run import run_scenario
 
+from ..shared_runs import builtin_run
+
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 
@@ -71,7 +73,7 @@ def test_bounded_lateness_judges_the_same_numbers():
 
 
 def test_the_duplicates_invariant_counts_what_the_stats_count():
-    summary = run_scenario(load_builtin("consumer-crash")).summary
+    summary = builtin_run("consumer-crash").summary
     assert summary["stats"]["duplicates"] > 0
     assert summary["invariants"]["duplicates"]["duplicates"] == summary["stats"]["duplicates"]
 

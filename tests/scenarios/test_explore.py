@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -114,6 +115,7 @@ def test_a_broadcasting_group_never_fails_every_first_attempt():
                 assert "fail_first" not in c, seed
 
 
+@pytest.mark.slow  # seconds: a generated timer run; tests/store/timer/test_delivery.py rolls in the default tier
 def test_some_explorer_timer_shapes_roll():
     """The probe timer.roll: never hit with the default two-day roll window; the explorer shrinks it at times."""
     from scenarios.explore import generate

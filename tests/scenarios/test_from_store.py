@@ -358,6 +358,7 @@ def test_a_commit_log_file_of_another_size_is_exit_2(tmp_path):
 
 
 # --- (4) determinism ---------------------------------------------------------------------------------------------
+@pytest.mark.slow  # child processes (seconds); tests/sim/test_determinism.py checks across processes by default
 def test_same_inputs_give_the_same_history_in_other_processes(store_of_a, tmp_path):
     scenario_file = tmp_path / "b.toml"
     scenario_file.write_text(SCENARIO_B, encoding="utf-8")
@@ -515,6 +516,7 @@ topic = "TopicTest"
 """
 
 
+@pytest.mark.slow  # a timer store run twice (seconds); tests/store/timer/test_recovery.py restarts timers by default
 def test_pending_timer_messages_are_delivered_after_the_restart(tmp_path):
     """The store's timer log, wheel and config/timercheck come along: messages waiting on the wheel come due."""
     out = tmp_path / "ta"

@@ -8,6 +8,7 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -70,6 +71,14 @@ def mutated_builtin(draw) -> str:
     return "\n".join(lines) + "\n"
 
 
+@settings(SETTINGS, max_examples=15)
+@given(mutated_builtin())
+def test_mutated_builtin_files_load_or_fail_with_one_line_quick(text):
+    """The default tier's share of the fuzzing below (15 examples; the slow tier runs 60)."""
+    _accepts_or_one_line(text)
+
+
+@pytest.mark.slow
 @SETTINGS
 @given(mutated_builtin())
 def test_mutated_builtin_files_load_or_fail_with_one_line(text):

@@ -172,9 +172,16 @@ def test_inspect_max_entries_below_zero_is_exit_2(store_dir, capsys):
     _one_line_exit_2(capsys, ["inspect", str(store_dir), "--max-entries", "-1"], "--max-entries")
 
 
-@pytest.mark.parametrize("folder", ["commitlog", "timerlog", "consumequeue", "consumequeue/TopicTest"])
-@pytest.mark.parametrize("name", ["²", "--1", "+1", "٣", "1" * 30])
-@pytest.mark.parametrize("kind", ["file", "dir"])
+def _odd_name_cases():
+    """Every kind x name x folder; five of them (each name once, each folder and kind at least once) in the
+    default tier, the whole product in the slow tier (each case copies a store)."""
+    folders = ["commitlog", "timerlog", "consumequeue", "consumequeue/TopicTest"]
+    names = ["²", "--1", "+1", "٣", "1" * 30]
+    return [pytest.param(kind, name, folder, marks=() if i == j % 4 and k == j % 2 else pytest.mark.slow)
+            for k, kind in enumerate(["file", "dir"]) for j, name in enumerate(names) for i, folder in enumerate(folders)]
+
+
+@pytest.mark.parametrize(("kind", "name", "folder"), _odd_name_cases())
 def test_inspect_lists_odd_names_and_exits_0(store_dir, tmp_path, capsys, folder, name, kind):
     root = _copy(store_dir, tmp_path)
     odd = root / folder / name

@@ -2,6 +2,8 @@
 
 import io
 
+import pytest
+
 from scenarios.progress import Progress
 
 
@@ -39,6 +41,7 @@ def test_unknown_total_still_counts():
     assert stream.getvalue() == "shrink: 7 run after 2 s, drop fault crash\n"
 
 
+@pytest.mark.slow  # runs the bench's stages (seconds); the ticker's own tests above stay in the default tier
 def test_bench_reports_each_stage():
     from scenarios.catalogue import load_builtin
     from sim.bench import SPARSE_SCENARIO, STAGES, measure

@@ -53,6 +53,7 @@ def test_switches_of_the_runs_that_hit_a_rare_probe_gain_weight():
     assert w["store_rollbacks"] == pytest.approx(0.3)  # never on: nothing learnt
 
 
+@pytest.mark.slow  # two explorations of generated runs (tens of seconds); the weight rules above stay default
 def test_steered_exploration_is_deterministic_and_steers():
     first, rows = explore_coverage(WARMUP_RUNS + 4, seed_base=1, steer=True, combos=False)
     again, rows_again = explore_coverage(WARMUP_RUNS + 4, seed_base=1, steer=True, combos=False)

@@ -370,17 +370,26 @@ def _comparable(rows: list[dict]) -> list[dict]:
     return sorted(({k: v for k, v in r.items() if k != "wall_s"} for r in rows), key=lambda r: (r["cell"], r["seed"]))
 
 
+# The Spark smoke of the default tier is 4 runs (a violating mutant row and a crash row among them); the slow
+# tier adds the 16-run grid with two seeds and two failure rates.
+SPARK_GRIDS = [pytest.param('seeds = 1\n[grid]\nmutant = ["none", "next_begin_plus_one"]\n"faults.process_crashes" = [0, 1]\n',
+                            4, id="4-runs"),
+               pytest.param('seeds = 2\n[grid]\n"consumer.fail_probability" = [0.0, 0.5]\n'
+                            'mutant = ["none", "next_begin_plus_one"]\n"faults.process_crashes" = [0, 1]\n',
+                            16, id="16-runs", marks=pytest.mark.slow)]
+
+
 @pytest.mark.spark
-def test_spark_and_map_give_identical_rows_and_cells(spark, tmp_path):
-    body = ('base = "tiny.toml"\nseeds = 2\n[grid]\n"consumer.fail_probability" = [0.0, 0.5]\n'
-            'mutant = ["none", "next_begin_plus_one"]\n"faults.process_crashes" = [0, 1]\n')
+@pytest.mark.parametrize(("grid", "runs"), SPARK_GRIDS)
+def test_spark_and_map_give_identical_rows_and_cells(spark, tmp_path, grid, runs):
+    body = 'base = "tiny.toml"\n' + grid
     spec = sw.load_sweep_file(write_sweep(tmp_path, body))
     on_spark, on_map = str(tmp_path / "spark"), str(tmp_path / "map")
     a = sw.run_sweep(spec, on_spark, executor="spark", spark=spark, progress=False)
     b = sw.run_sweep(spec, on_map, executor="map", progress=False)
-    assert (a.computed, b.computed) == (16, 16) and a.master == "local[2]" and b.master == "map"
+    assert (a.computed, b.computed) == (runs, runs) and a.master == "local[2]" and b.master == "map"
     spark_rows, map_rows = _comparable(sw.read_rows(on_spark).to_pylist()), _comparable(sw.read_rows(on_map).to_pylist())
-    assert len(spark_rows) == 16 and any(r["holds"] is False for r in map_rows) and any(r["crashes"] for r in map_rows)
+    assert len(spark_rows) == runs and any(r["holds"] is False for r in map_rows) and any(r["crashes"] for r in map_rows)
     # the replay commands name each directory's scenario files: the same file, byte for byte
     for r in spark_rows + map_rows:
         path = r.pop("repro").split()[2]
@@ -391,6 +400,7 @@ def test_spark_and_map_give_identical_rows_and_cells(spark, tmp_path):
             == [{k: v for k, v in c.items() if k not in drop} for c in b.cells])
 
 
+@pytest.mark.slow  # a dying Python worker costs Spark a task retry; the Spark-vs-map smoke above stays default
 @pytest.mark.spark
 def test_a_task_that_dies_is_an_error_row_and_is_recomputed_on_resume(spark, tmp_path):
     def dies_on_seed_2(history, world):

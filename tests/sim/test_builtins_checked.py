@@ -13,6 +13,8 @@ from scenarios import catalogue
 from scenarios.catalogue import builtin_names, load_builtin
 from sim.run import run_scenario
 
+from ..shared_runs import builtin_params, builtin_run
+
 
 def test_the_catalogue_is_all_here():
     """Every TOML file of the built-in folder is in the catalogue (so the parametrised test below sees it)."""
@@ -22,11 +24,11 @@ def test_the_catalogue_is_all_here():
     assert builtin_names() == files
 
 
-@pytest.mark.parametrize("name", builtin_names())
+@pytest.mark.parametrize("name", builtin_params(builtin_names()))
 def test_builtin_holds_every_invariant_and_none_is_vacuous(name):
     scenario = load_builtin(name)
     assert not scenario.notes, scenario.notes  # a built-in's drain covers every delay it configures
-    summary = run_scenario(scenario).summary
+    summary = builtin_run(name).summary  # the same run as test_causes_first's and the catalogue's, made once
     invariants = summary["invariants"]
     assert set(invariants) >= set(CHECKS)
     failing = {k: v["violations"][:2] for k, v in invariants.items() if not v["holds"]}

@@ -50,6 +50,7 @@ and watching the invariant fail again.
 from __future__ import annotations
 
 import dataclasses
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -62,17 +63,24 @@ from sim.run import run_scenario
 
 REPRO = Path(__file__).resolve().parent.parent / "data" / "repro"
 SEEDS = (4, 5, 10, 17, 19, 31, 41, 61, 70, 71, 77, 95, 131, 166, 233, 251, 282, 371, 399, 511, 3735928559, 3389118813)
+# Seeds whose cause another seed of the table shares (5, 31 as 10; 71 as 17; 77 as 70): they hold in the slow tier.
+SLOW_SEEDS = {5, 31, 71, 77}
 
 
 def _run(seed: int):
-    return run_scenario(load_scenario_file(str(REPRO / f"explore-{seed}.toml")), seed, shuffle_ties=True)
+    return _run_file(f"explore-{seed}", seed)
+
+
+@cache  # one run per file and seed: the holds test and the excuse test of a seed read the same run
+def _run_file(name: str, seed: int):
+    return run_scenario(load_scenario_file(str(REPRO / f"{name}.toml")), seed, shuffle_ties=True)
 
 
 def _failed(result) -> dict:
     return {k: v["violations"][:1] for k, v in result.summary["invariants"].items() if not v["holds"]}
 
 
-@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("seed", [pytest.param(s, marks=pytest.mark.slow) if s in SLOW_SEEDS else s for s in SEEDS])
 def test_triaged_generated_scenario_holds(seed):
     result = _run(seed)
     assert result.summary.get("simulator_error") is None
@@ -224,6 +232,7 @@ def test_a_copy_stored_twice_may_be_consumed_after_its_twin_was_dead_lettered(mo
     assert "dlq_after_max_retries" in _check(result)
 
 
+@pytest.mark.slow  # the run before the fix is a second run of 251 (seconds); holds[251] stays in the default tier
 @pytest.mark.parametrize("seed", [251])  # 233's copies are also held up by its level's broken unit (below)
 def test_a_power_failure_soon_after_a_recovery_tears_copies_the_flushed_position_covered(seed, monkeypatch):
     from sim.broker_host import BrokerHost
@@ -309,18 +318,20 @@ def test_a_4x_fallback_dead_letter_is_judged_by_the_attempt_whose_fallback_store
     assert "dlq_after_max_retries" in _check(result, unpaired)
 
 
-@pytest.mark.parametrize("name", ["explore-104-combos", "explore-135-combos", "explore-207-combos",
-                                  "explore-258-combos"])
+# 207 (a unit #495 resurrected after two abnormal recoveries) runs for seconds: its holds and excuse tests are slow;
+# test_a_torn_level_copy_blocks_its_level_in_4x_and_costs_a_poll_in_5x keeps a broken level unit in the default tier
+@pytest.mark.parametrize("name", ["explore-104-combos", "explore-135-combos",
+                                  pytest.param("explore-207-combos", marks=pytest.mark.slow), "explore-258-combos"])
 def test_generated_scenarios_with_the_explorers_combinations_hold(name):
-    seed = int(name.split("-")[1])
-    result = run_scenario(load_scenario_file(str(REPRO / f"{name}.toml")), seed, shuffle_ties=True)
+    result = _run_file(name, int(name.split("-")[1]))
     assert not _failed(result)
 
 
+@pytest.mark.slow
 def test_a_level_stuck_on_a_unit_resurrected_after_two_abnormal_recoveries(monkeypatch):
     import model.invariants as invariants
 
-    result = run_scenario(load_scenario_file(str(REPRO / "explore-207-combos.toml")), 207, shuffle_ties=True)
+    result = _run_file("explore-207-combos", 207)
     errors = [e for e in result.history.events if e["kind"] == "log" and "KeyError('REAL_QID')" in e["message"]]
     assert errors and all(e["fault_site"] == "power_failure" for e in errors)
     assert "no_loss" not in _check(result)
@@ -329,7 +340,7 @@ def test_a_level_stuck_on_a_unit_resurrected_after_two_abnormal_recoveries(monke
 
 
 def test_a_consumer_goes_on_from_what_it_pulled_before_a_rollback():
-    result = run_scenario(load_scenario_file(str(REPRO / "explore-104-combos.toml")), 104, shuffle_ties=True)
+    result = _run_file("explore-104-combos", 104)
     events = result.history.events
     assert "no_loss" not in _check(result)
     rollback = next(e for e in events if e["kind"] == "crash" and e.get("site") == "store_rollback")
@@ -342,7 +353,7 @@ def test_a_consumer_goes_on_from_what_it_pulled_before_a_rollback():
 def test_a_retry_of_the_second_ladder_after_the_first_was_dead_lettered(monkeypatch):
     import model.invariants as invariants
 
-    result = run_scenario(load_scenario_file(str(REPRO / "explore-258-combos.toml")), 258, shuffle_ties=True)
+    result = _run_file("explore-258-combos", 258)
     assert "dlq_after_max_retries" not in _check(result)
     monkeypatch.setattr(invariants, "_another_ladder", lambda events, g, c: False)
     assert "dlq_after_max_retries" in _check(result)
@@ -351,7 +362,7 @@ def test_a_retry_of_the_second_ladder_after_the_first_was_dead_lettered(monkeypa
 def test_a_dead_lettered_copy_pulled_again_is_a_duplicate(monkeypatch):
     import model.invariants as invariants
 
-    result = run_scenario(load_scenario_file(str(REPRO / "explore-135-combos.toml")), 135, shuffle_ties=True)
+    result = _run_file("explore-135-combos", 135)
     assert "dlq_after_max_retries" not in _check(result)
     monkeypatch.setattr(invariants, "_copy_of", lambda c: c["seq"])  # every consume a copy of its own
     assert "dlq_after_max_retries" in _check(result)

@@ -25,7 +25,9 @@ def test_the_async_resend_repro_runs_to_its_verdicts_in_5_3_3():
     assert result.summary["stats"]["consumed"] > 0.7 * result.summary["stats"]["sent"]
 
 
-@pytest.mark.parametrize("name", ["store-rollback-lost-level-queue", "async-deliver-resend-errors"])
+# the rollback built-in (the longer run) in the slow tier; the async resend one stays in the default tier
+@pytest.mark.parametrize("name", [pytest.param("store-rollback-lost-level-queue", marks=pytest.mark.slow),
+                                  "async-deliver-resend-errors"])
 def test_idle_skipping_gives_the_history_of_polling(name):
     fast = run_scenario(load_builtin(name), 1, mutants=["correct_delay_offset_skips_missing_cq"]
                         if name.startswith("store") else ["resend_exception_escapes"])

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from scenarios.catalogue import builtin_names, load_builtin
+from scenarios.catalogue import builtin_names
 from scenarios.scenario import load_scenario_text
 from sim.run import run_scenario
+
+from ..shared_runs import builtin_params, builtin_run
 
 BASE = """
 name = "f"
@@ -97,8 +99,7 @@ def test_no_fault_in_the_drain_phase():
     assert all(e["t_ms"] <= drain["t_ms"] for e in kinds(h, "fault") + kinds(h, "crash"))
 
 
-@pytest.mark.parametrize("name", builtin_names())
+@pytest.mark.parametrize("name", builtin_params(builtin_names()))
 def test_every_builtin_scenario_runs_end_to_end(name):
-    result = run_scenario(load_builtin(name))
-    stats = result.summary["stats"]
+    stats = builtin_run(name).summary["stats"]
     assert stats["sent"] > 0 and stats["consumed"] + stats["failed_attempts"] > 0

@@ -26,15 +26,22 @@ def _without_shortcuts(monkeypatch, scenario, seed, **options):
         return run_scenario(scenario, seed, check=False, **options)
 
 
-@pytest.mark.parametrize(("name", "seed"), [("consumer-crash", 3), ("dozens-of-process-crashes", 1),
-                                            ("power-failure-async-flush", 2), ("async-deliver-resend-errors", 5),
-                                            ("timer-wheel-crash", 4), ("retry-ladder-to-dlq", 1)])
+# dozens-of-process-crashes (the longest built-in), the power failure, the timer crash and the fault-heavy sample
+# run in the slow tier; the other built-ins keep crashes, resend errors and the retry ladder in the default tier
+# (test_shuffled_ties_do_not_take_the_shortcuts keeps a timer built-in).
+@pytest.mark.parametrize(("name", "seed"), [("consumer-crash", 3),
+                                            pytest.param("dozens-of-process-crashes", 1, marks=pytest.mark.slow),
+                                            pytest.param("power-failure-async-flush", 2, marks=pytest.mark.slow),
+                                            ("async-deliver-resend-errors", 5),
+                                            pytest.param("timer-wheel-crash", 4, marks=pytest.mark.slow),
+                                            ("retry-ladder-to-dlq", 1)])
 def test_builtins_equal_without_the_shortcuts(monkeypatch, name, seed):
     fast = run_scenario(load_builtin(name), seed, check=False)
     slow = _without_shortcuts(monkeypatch, load_builtin(name), seed)
     assert fast.history.to_jsonl() == slow.history.to_jsonl()
 
 
+@pytest.mark.slow
 def test_fault_heavy_sample_equal_without_the_shortcuts(monkeypatch):
     scenario = load_scenario_text(FAULT_HEAVY, "fault-heavy")
     fast = run_scenario(scenario, 7, check=False)
@@ -51,6 +58,7 @@ def test_shuffled_ties_do_not_take_the_shortcuts(monkeypatch):
     assert fast.world.scheduler.asks == slow.world.scheduler.asks
 
 
+@pytest.mark.slow  # the dense bench shape twice (seconds); the equalities above stay in the default tier
 def test_the_shortcuts_save_questions(monkeypatch):
     """Not a speed assertion: in the dense bench's shape the services are asked for their next wake-up less often."""
     from sim.bench import standard_scenario

@@ -89,6 +89,7 @@ def _replays(path_or_doc, seed, mutants, invariant):
     return (not broken[invariant]["holds"]), all(v["holds"] for v in clean.values())
 
 
+@pytest.mark.slow  # a whole shrink (seconds); the step rules above and test_mutants_gate_cli's shrink stay default
 def test_run_shrink_of_consumer_crash_with_commit_max_offset_is_sound(tmp_path, capsys):
     out = tmp_path / "run"
     assert main(["run", "consumer-crash", "--mutant", "commit_max_offset", "--shrink", "--shrink-runs", "16",

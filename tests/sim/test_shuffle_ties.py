@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from scenarios.catalogue import load_builtin
 from sim.run import run_scenario
 
@@ -40,6 +42,7 @@ def test_replay_reproduces_a_shuffled_run(tmp_path):
     assert main(["replay", out]) == 0
 
 
+@pytest.mark.slow  # four runs of a generated scenario (seconds); the shuffled built-ins and replay stay default
 def test_shuffling_finds_a_mutant_the_fixed_order_misses_on_the_same_scenario():
     """timer_read_time_early moves a slot's read time before its puts finish; only a crash (or a checkpoint
     flush) that falls between the move and the puts shows it. Over generated scenarios 1..100, shuffling first

@@ -24,6 +24,8 @@ from store.client.offset_store import RemoteBrokerOffsetStore
 from store.faults import BrokerCrash
 from store.schedule_message_service import DeliverDelayedMessageTimerTask, ScheduleMessageService
 
+from ..shared_runs import builtin_run
+
 # Three messages, a consumer that fails each twice: six send-backs and many offset commits in ~2 wall s.
 RETRIES = """
 name = "retries-small"
@@ -163,7 +165,7 @@ def log_events(result, level=None):
 @pytest.mark.parametrize("name", ["graceful-restart", "flaky-consumer-broker-crash", "store-rollback",
                                   "put-failures-during-delivery"])
 def test_builtin_scenarios_with_faults_log_no_unexplained_error(name):
-    result = run_scenario(load_builtin(name), check=check_run)
+    result = builtin_run(name)  # checked by check_run, shared with test_builtins_checked
     verdict = result.summary["invariants"]["no_unexpected_errors"]
     assert verdict["holds"], verdict["violations"]
     assert all(e["fault_site"] for e in log_events(result, "ERROR"))
@@ -179,7 +181,7 @@ def test_an_injected_faults_error_lines_are_explained():
 
 
 def test_broker_down_warnings_name_the_crash_that_took_it_down():
-    result = run_scenario(load_builtin("flaky-consumer-broker-crash"), check=check_run)
+    result = builtin_run("flaky-consumer-broker-crash")
     refused = [e for e in log_events(result) if "the broker is down" in e["message"]]
     assert refused and {e["fault_site"] for e in refused} == {"process_crash"}
 

@@ -129,7 +129,9 @@ def _same_history(scenario, seed=None, era=None, monkeypatch=None):
     return skipping, faithful
 
 
-@pytest.mark.parametrize(("precision", "seed"), [("1s", 0), ("1s", 3), ("300ms", 1)])
+# 1s seed 3 in the default tier; seed 0 and the 300 ms grid (seconds each) in the slow tier
+@pytest.mark.parametrize(("precision", "seed"), [pytest.param("1s", 0, marks=pytest.mark.slow), ("1s", 3),
+                                                 pytest.param("300ms", 1, marks=pytest.mark.slow)])
 def test_timer_fault_heavy_sample_dormancy_equals_faithful(precision, seed, monkeypatch):
     """Timer messages (rolled ones too) with crashes, a power failure, a graceful restart and clock steps both
     ways, some while the timer is dormant with slots still ahead: the trap of computing skipped polls. 300 ms
@@ -143,6 +145,9 @@ def test_timer_fault_heavy_sample_dormancy_equals_faithful(precision, seed, monk
     assert skipping.world.scheduler.steps < faithful.world.scheduler.steps
 
 
+# the fault-heavy sample in the slow tier; the timer fault-heavy sample above keeps crashes, a power failure and
+# clock steps under idle skipping in the default tier
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [7, 8])
 def test_fault_heavy_sample_skipping_equals_faithful(seed, monkeypatch):
     skipping, faithful = _same_history(load_scenario_text(FAULT_HEAVY, "fault-heavy"), seed, monkeypatch=monkeypatch)

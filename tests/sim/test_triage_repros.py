@@ -11,13 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from scenarios.catalogue import load_builtin
 from scenarios.scenario import load_scenario_file
 from sim.checking import check_run
 from sim.fault_actions import RollbackStore
 from sim.faults import FaultPlan
 from sim.run import run_scenario
 from store.disk import MemoryDisk
+
+from ..shared_runs import builtin_run
 
 REPRO = Path(__file__).resolve().parent.parent / "data" / "repro"
 
@@ -26,10 +27,12 @@ CASES = [
     ("rollback-retry-false-positive.toml", 1),
     ("rollback-retry-false-positive.toml", 2),
     ("rollback-retry-false-positive.toml", 3),
-    # today's consumerOffset.json over a rolled-back queue: RocketMQ skips what refills below it
-    ("rollbacks-20-no-loss.toml", 1),
-    # #495 stale units after power failures: a pull batch ends at the stale unit
-    ("timer-100-power-failures-no-loss.toml", 1),
+    # today's consumerOffset.json over a rolled-back queue: RocketMQ skips what refills below it (slow: 20
+    # rollbacks; the other rollback reproductions stay in the default tier)
+    pytest.param("rollbacks-20-no-loss.toml", 1, marks=pytest.mark.slow),
+    # #495 stale units after power failures: a pull batch ends at the stale unit (slow: 100 power failures;
+    # test_explore_triage's stale level unit after a power failure stays in the default tier)
+    pytest.param("timer-100-power-failures-no-loss.toml", 1, marks=pytest.mark.slow),
     # two rollbacks planned at the same millisecond: a KeyError at 3.9 GB RSS before
     ("store-rollbacks-100-keyerror.toml", 1),
     # a rollback to a store without the timer CQ, today's config/timercheck kept: 5.3.3 recover leaves
@@ -126,14 +129,18 @@ def test_a_removed_owner_releases_its_services_though_their_events_stay_queued()
 
 
 # The shapes the gate did not see (issue 12 item 6), each on its own seed and a few more.
-NEW_BUILTINS = [("forward-clock-step", s) for s in (1, 2, 3, 4, 5)] + [
-    ("store-rollback-failing-consumer", s) for s in (1, 2, 3, 6, 7)] + [  # 1, 2, 3, 6, 7 failed before
-    ("dozens-of-process-crashes", s) for s in (1, 10)]  # 10: a retry chain forked by a crash (duplicates)
+# Seed 1 of each shape (test_builtins_checked's shared run) in the default tier; the other seeds in the slow tier.
+NEW_BUILTINS = [("forward-clock-step", 1)] + [
+    pytest.param("forward-clock-step", s, marks=pytest.mark.slow) for s in (2, 3, 4, 5)] + [
+    ("store-rollback-failing-consumer", 1)] + [  # 1, 2, 3, 6, 7 failed before
+    pytest.param("store-rollback-failing-consumer", s, marks=pytest.mark.slow) for s in (2, 3, 6, 7)] + [
+    # 10: a retry chain forked by a crash (duplicates); slow: the longest built-in (LONG_BUILTINS)
+    pytest.param("dozens-of-process-crashes", s, marks=pytest.mark.slow) for s in (1, 10)]
 
 
 @pytest.mark.parametrize(("name", "seed"), NEW_BUILTINS)
 def test_new_builtin_holds_with_every_invariant(name, seed):
-    result = run_scenario(load_builtin(name), seed, check=check_run)
+    result = builtin_run(name, seed)  # seed 1 is test_builtins_checked's run, made once
     failed = {k: v["violations"][:2] for k, v in result.summary["invariants"].items() if not v["holds"]}
     assert not failed, failed
     checked = {k: v["checked"] for k, v in result.summary["invariants"].items()}

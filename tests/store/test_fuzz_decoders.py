@@ -147,9 +147,21 @@ def _mutate(root: str, files: list[str], index: int, mutation) -> None:
         f.write(content)
 
 
+MUTATIONS = st.lists(st.tuples(st.integers(0, 1000), MUTATION), min_size=1, max_size=3)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                               HealthCheck.function_scoped_fixture])
+@given(MUTATIONS)
+def test_inspect_decodes_any_mutated_store_quick(store_files, mutations):
+    """The default tier's share of the fuzzing below (8 examples; the slow tier runs 30)."""
+    test_inspect_decodes_any_mutated_store.hypothesis.inner_test(store_files, mutations)
+
+
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                 HealthCheck.function_scoped_fixture])
-@given(st.lists(st.tuples(st.integers(0, 1000), MUTATION), min_size=1, max_size=3))
+@given(MUTATIONS)
 def test_inspect_decodes_any_mutated_store(store_files, mutations):
     source, files = store_files
     with tempfile.TemporaryDirectory(prefix="rmqsim-fuzz-") as tmp:

@@ -412,8 +412,7 @@ INT32 = st.integers(-(2**31), 2**31 - 1)
 INT64 = st.integers(-(2**63), 2**63 - 1)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
+ROUND_TRIP = dict(
     topic=_topic_strategy(),
     body=_body_strategy(),
     props=st.dictionaries(_PROPERTY_TEXT, _PROPERTY_TEXT, max_size=8),
@@ -430,6 +429,18 @@ INT64 = st.integers(-(2**63), 2**63 - 1)
     store_timestamp=INT64,
     lead=st.binary(max_size=16),
 )
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(**ROUND_TRIP)
+def test_round_trip_quick(**fields):
+    """The default tier's share of the round trip below (40 examples; the slow tier runs 300)."""
+    test_round_trip.hypothesis.inner_test(**fields)
+
+
+@pytest.mark.slow
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(**ROUND_TRIP)
 def test_round_trip(topic, body, props, born_host, store_host, queue_id, flag, sys_flag, born_timestamp,
                     reconsume_times, prepared_offset, queue_offset, phy_offset, store_timestamp, lead):
     msg = MessageExt(topic=topic, body=body, queue_id=queue_id, flag=flag, properties=dict(props),

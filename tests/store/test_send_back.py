@@ -174,6 +174,17 @@ def test_fallback_dlq_ge_mutant_dead_letters_one_attempt_early_in_5x():
     assert dlq.properties["UNIQ_KEY"] == "n" and dlq.reconsume_times == 16
 
 
+def test_producer_fallback_at_max_stores_the_dlq_copy_in_the_schedule_topic_in_4x():
+    """The fast half of the test below (default tier): the copy waits in SCHEDULE_TOPIC_XXXX for the DLQ."""
+    h = BrokerHarness(store_config=dataclasses.replace(SMALL_STORE, era="4.9.8"))
+    h.broker.heart_beat("c1", "G", "CLUSTERING", ["TopicTest"])
+    _fallback_copy(h, "n", 16, 18)
+    (scheduled,) = h.broker.message_store.get_message("G", SCHEDULE_TOPIC, 17, 0, 8).messages
+    assert scheduled.properties["REAL_TOPIC"] == DLQ and scheduled.reconsume_times == 16
+    assert not h.pull("G", DLQ, 0, 0).msg_found_list
+
+
+@pytest.mark.slow  # 2 virtual hours polled: the half above stays in the default tier
 def test_producer_fallback_dead_letters_at_max_through_the_schedule_topic_in_4x():
     # 4.9.8: '>=', but sendMessage restores the request's properties after handleRetryAndDLQ, so the DLQ copy
     # keeps the client's DELAY (3 + 15 = 18) and waits 2 h in SCHEDULE_TOPIC_XXXX with REAL_TOPIC = the DLQ.

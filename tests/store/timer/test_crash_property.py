@@ -32,6 +32,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -66,10 +67,21 @@ send = st.tuples(st.just("send"), st.integers(0, 25_000), st.sampled_from(["ms",
 action = st.one_of(send, send, send, st.tuples(st.just("flush_log")), st.tuples(st.just("flush_timer")))
 
 
+CRASH_RUNS = dict(actions=st.lists(st.tuples(st.integers(0, 3000), action), min_size=2, max_size=25),
+                  crash_step=st.integers(1, 600), power=st.booleans(), tear_seed=st.integers(0, 2**32 - 1),
+                  precision=st.sampled_from([1000, 250]))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(**CRASH_RUNS)
+def test_no_loss_and_duplicates_only_in_the_crash_windows_quick(**run):
+    """The default tier's share of the property below (40 examples; the slow tier runs 300)."""
+    test_no_loss_and_duplicates_only_in_the_crash_windows.hypothesis.inner_test(**run)
+
+
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(actions=st.lists(st.tuples(st.integers(0, 3000), action), min_size=2, max_size=25),
-       crash_step=st.integers(1, 600), power=st.booleans(), tear_seed=st.integers(0, 2**32 - 1),
-       precision=st.sampled_from([1000, 250]))
+@given(**CRASH_RUNS)
 def test_no_loss_and_duplicates_only_in_the_crash_windows(actions, crash_step, power, tear_seed, precision):
     config = TIMER_STORE.with_(timer_precision_ms=precision, timer_roll_window_slot=12)
     h = TimerHarness(store_config=config, idle_skip=True)

@@ -1,0 +1,52 @@
+"""Runs several test modules judge, made once per session: the default tier runs every built-in at its own
+seed once instead of once per module (#14), and each module still makes its own assertions on the result.
+
+Call these only from tests that patch nothing the run reads: the cached result must be the run a fresh
+``run_scenario`` would give. The run validates its history against the strict schema wherever it is called
+from (a module fixture runs before the suite's autouse fixture turns it on).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+import sim.history
+from scenarios.catalogue import load_builtin
+from sim.history import History
+from sim.run import run_scenario
+
+
+@dataclass(frozen=True)
+class SharedRun:
+    """What the sharing tests read of a run: its summary (checked by ``sim.checking.check_run``) and history;
+    the world is not kept, so a session holds every built-in's history but no store."""
+
+    summary: dict
+    history: History
+
+
+def builtin_run(name: str, seed: int | None = None) -> SharedRun:
+    """The built-in ``name`` at ``seed`` (its own seed if None), checked against every invariant."""
+    return _builtin_run(name, load_builtin(name).seed if seed is None else seed)
+
+
+@cache
+def _builtin_run(name: str, seed: int) -> SharedRun:
+    strict, sim.history.STRICT = sim.history.STRICT, True
+    try:
+        result = run_scenario(load_builtin(name), seed)
+    finally:
+        sim.history.STRICT = strict
+    return SharedRun(result.summary, result.history)
+
+
+# Built-ins whose run is long (seconds even alone): the modules that run every built-in run these in the slow tier.
+LONG_BUILTINS = frozenset({"dozens-of-process-crashes"})
+
+
+def builtin_params(names) -> list:
+    """``names`` as pytest parameters, the long built-ins marked slow."""
+    import pytest
+
+    return [pytest.param(n, marks=pytest.mark.slow) if n in LONG_BUILTINS else n for n in names]
