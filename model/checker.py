@@ -41,7 +41,7 @@ from .spec import (
     fairness_key,
     initial_state,
     is_pending,
-    progress_rank,
+    rank_drops,
     successors,
 )
 from .statestore import FingerprintSet, Frontier, collision_probability, fingerprint
@@ -352,12 +352,14 @@ def _explore(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_states: in
     pending, terminal, states = g.pending, g.terminal, g.states
     edge_dst, edge_action, edge_start = g.edge_dst, g.edge_action, g.edge_start
     action_ids, action_fair = g.action_ids, g.action_fair
+    get_or_add = seen.get_or_add
+    no_canon = canon is identity
 
-    def add(state: State, from_id: int, aid: int) -> int:
+    def add(state: State, from_id: int, aid: int, at_depth: int) -> int:
         sid = len(parent)
         parent.append(from_id)
         parent_action.append(aid if aid >= 0 else 0xFFFF)
-        depth.append(depth[from_id] + 1 if from_id >= 0 else 0)
+        depth.append(at_depth)
         pending.append(1 if is_pending(state) else 0)
         terminal.append(0)
         if g.keep_states:
@@ -378,7 +380,7 @@ def _explore(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_states: in
 
     s0 = canon(initial_state(cfg))
     seen.get_or_add(fingerprint(s0), 0)
-    add(s0, -1, -1)
+    add(s0, -1, -1, 0)
     bad = invariants(s0, cfg)
     stop = bad is not None and fail(bad[0], "safety", bad[1], 0)
     i = 0
@@ -395,9 +397,8 @@ def _explore(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_states: in
         succ = successors(state, cfg, symmetry, collapse)
         generated += len(succ)
         if not store_edges:
-            rank = progress_rank(state)
             for _action, nxt in succ:
-                if not progress_rank(nxt) < rank:
+                if not rank_drops(state, nxt):
                     raise _RankDidNotDrop
         if not succ:
             terminal[i] = 1
@@ -405,15 +406,15 @@ def _explore(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_states: in
             if bad is not None and fail(bad[0], "deadlock" if bad[0] == "deadlock" else "terminal", bad[1], i):
                 break
         keys: set = set()
+        next_depth = depth[i] + 1
         for action, nxt in succ:
-            c = canon(nxt)
+            c = nxt if no_canon else canon(nxt)
             aid = action_ids.get(action)
             if aid is None:
                 aid = g.action_id(action)
-            sid = len(parent)
-            j = seen.get_or_add(fingerprint(c), sid)
+            j = get_or_add(hash(c) or 1, len(parent))  # statestore.fingerprint, inlined
             if j < 0:
-                j = add(c, i, aid)
+                j = add(c, i, aid, next_depth)
                 bad = invariants(c, cfg)
                 if bad is not None and fail(bad[0], "safety", bad[1], j):
                     edge_count += 1
