@@ -17,6 +17,7 @@ liveness violation, shown as a lasso.
 
 from __future__ import annotations
 
+import gc
 import os
 import time
 from array import array
@@ -139,6 +140,8 @@ class StateGraph:
         self.actions: list[Action] = []
         self.action_ids: dict[Action, int] = {}
         self.action_fair: list[tuple | None] = []
+        self.action_fair_id: list[int] = []  # the fairness class as a small int (the checker's edge key)
+        self._fair_ids: dict[tuple | None, int] = {}
         self.pending = bytearray()
         self.terminal = bytearray()
         self.generated = 0  # successor states computed, duplicates included (for the collision estimate)
@@ -161,7 +164,9 @@ class StateGraph:
                 raise OverflowError("more than 65534 distinct actions: the edge store keeps 16-bit action ids")
             self.action_ids[action] = aid
             self.actions.append(action)
-            self.action_fair.append(fairness_key(action))
+            fair = fairness_key(action)
+            self.action_fair.append(fair)
+            self.action_fair_id.append(self._fair_ids.setdefault(fair, len(self._fair_ids)))
         return aid
 
     def _span(self, i: int) -> tuple[int, int]:
@@ -321,12 +326,20 @@ def check(
                    keep_states_until=keep_states_until, collapse_ticks=collapse_ticks)
     if store_edges is None:
         store_edges = keep_states or cfg.put_failures is None
-    if not store_edges:
-        try:
-            return _explore(cfg, store_edges=False, **options)
-        except _RankDidNotDrop:
-            pass
-    return _explore(cfg, store_edges=True, **options)
+    # States are tuples of ints and bools: the search makes no reference cycles, and the cyclic collector's
+    # passes over the frontier's live states cost about a tenth of the time. Off during the search only.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        if not store_edges:
+            try:
+                return _explore(cfg, store_edges=False, **options)
+            except _RankDidNotDrop:
+                pass
+        return _explore(cfg, store_edges=True, **options)
+    finally:
+        if collecting:
+            gc.enable()
 
 
 class _RankDidNotDrop(Exception):
@@ -351,7 +364,7 @@ def _explore(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_states: in
     parent, parent_action, depth = g.parent, g.parent_action, g.depth
     pending, terminal, states = g.pending, g.terminal, g.states
     edge_dst, edge_action, edge_start = g.edge_dst, g.edge_action, g.edge_start
-    action_ids, action_fair = g.action_ids, g.action_fair
+    action_ids, action_fair_id = g.action_ids, g.action_fair_id
     get_or_add = seen.get_or_add
     no_canon = canon is identity
 
@@ -423,7 +436,7 @@ def _explore(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_states: in
                         edge_action.append(aid)
                     stop = True
                     break
-            key = (j, action_fair[aid])
+            key = j << 16 | action_fair_id[aid]  # (target, fairness class): fewer than 65535 actions
             if key in keys:
                 continue
             keys.add(key)
