@@ -45,7 +45,7 @@ from .spec import (
     rank_drops,
     successors,
 )
-from .statestore import FingerprintSet, Frontier, collision_probability, fingerprint
+from .statestore import Depths, FingerprintSet, Frontier, collision_probability, fingerprint
 from .symmetry import canonical, identity, renamings_can_meet
 
 STOP_COMPLETE = "complete"
@@ -133,7 +133,7 @@ class StateGraph:
         self.states: list[State] = []  # only with keep_states
         self.parent = array("i")
         self.parent_action = array("H")  # action ids: a few hundred distinct actions at most
-        self.depth = array("H")
+        self.depth = Depths()  # by id, from the first id of each BFS depth (statestore.Depths)
         self.edge_start = array("I")  # edge_start[i]..edge_start[i+1] are node i's edges (once expanded)
         self.edge_dst = array("i")
         self.edge_action = array("H")
@@ -191,8 +191,9 @@ class StateGraph:
         return path
 
     def nbytes(self) -> int:
-        cols = (self.parent, self.parent_action, self.depth, self.edge_start, self.edge_dst, self.edge_action)
-        return sum(len(c) * c.itemsize for c in cols) + len(self.pending) + len(self.terminal)
+        cols = (self.parent, self.parent_action, self.edge_start, self.edge_dst, self.edge_action)
+        return (sum(len(c) * c.itemsize for c in cols) + self.depth.nbytes + len(self.pending)
+                + len(self.terminal))
 
     def to_networkx(self, highlight: Iterable[int] = (), violation: int | None = None):
         """The explored graph as a networkx DiGraph (node ids as in the checker; labels as attributes).
@@ -242,7 +243,7 @@ class CheckResult:
 
     @property
     def depth(self) -> int:
-        return max(self.graph.depth) if len(self.graph.depth) else 0
+        return self.graph.depth.max()
 
     @property
     def complete(self) -> bool:
