@@ -40,6 +40,30 @@ def run_one(spec: dict) -> dict:
             "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
 
 
+def store_bytes(states: int) -> dict:
+    """Bytes a state of the visited set and the parent columns, as tracemalloc sees them, for ``states``
+    distinct 64-bit fingerprints (a deterministic stream; the store does not care where they come from)."""
+    import random
+    import tracemalloc
+    from array import array
+
+    sys.path.insert(0, ROOT)
+    from model.statestore import Depths, FingerprintSet
+
+    rng = random.Random(15)
+    tracemalloc.start()
+    seen, parent, action, depth = FingerprintSet(), array("i"), array("H"), Depths()
+    for sid in range(states):
+        seen.get_or_add(rng.getrandbits(64) - 2**63 or 1, sid)
+        parent.append(sid // 3)
+        action.append(sid % 300)
+        depth.append(sid.bit_length())
+    now, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return {"states": states, "bytes_per_state": round(now / states, 2), "peak_bytes_per_state": round(peak / states, 2),
+            "table_slots": seen.capacity, "load": round(states / seen.capacity, 3)}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--tree", action="append", help="a checkout to measure (default: this one)")
@@ -47,8 +71,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seconds", type=float, default=600.0)
     p.add_argument("--memory-mb", type=float, default=2048.0)
     p.add_argument("--repeat", type=int, default=1, help="alternate the trees this many times")
+    p.add_argument("--store-only", type=int, default=None, metavar="N",
+                   help="only measure the store's bytes a state (tracemalloc) for N fingerprints")
     p.add_argument("--one", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.store_only is not None:
+        print(json.dumps(store_bytes(args.store_only)))
+        return 0
     if args.one is not None:
         print(json.dumps(run_one(json.loads(args.one))))
         return 0

@@ -78,6 +78,7 @@ class FingerprintSet:
                 fps.append(fp)
                 slots[slot] = sid + 1
                 if len(fps) > self.limit:
+                    slots = None  # let _grow free the old table before it fills the new one
                     self._grow()
                 return -1
             if fps[v - 1] == fp:
