@@ -2,7 +2,7 @@
 
 Why: a state as nested tuples costs about 600 bytes; kept for every reached state, that caps the search
 at a few million states in 2 GiB. Like TLC, the visited set holds only a 64-bit fingerprint per state
-(8 bytes in a column by state id, and a 4-byte slot of an open-addressing table); only the frontier
+(8 bytes in a column by state id, and a 4-byte slot of an open-addressing table at least half full); only the frontier
 keeps whole states, pickled in chunks (shared sub-tuples pickle once per chunk). A fingerprint collision
 would merge two distinct states and could hide a violation; ``collision_probability`` estimates its
 chance the way TLC reports it ("calculated, optimistic").
@@ -16,7 +16,9 @@ from __future__ import annotations
 import pickle
 import zlib
 from array import array
+from bisect import bisect_right
 from collections import deque
+from itertools import repeat
 
 MAX_LOAD = 0.75
 CHUNK = 4096
@@ -30,10 +32,15 @@ def fingerprint(state: tuple) -> int:
 class FingerprintSet:
     """fingerprint -> state id. State ids are dense (0, 1, 2, ...), so the fingerprints are a column indexed
     by id (8 bytes a state) and the hash table holds only ``id + 1`` (4 bytes a slot, 0 = empty), open
-    addressing with linear probing."""
+    addressing with linear probing over ``fingerprint mod capacity``.
+
+    The table grows by half when it is three quarters full, so it is never less than half full after the
+    first growth: at most 8 bytes of slots a state (doubling would leave it a third full, 10.7 bytes), and
+    with the column and the checker's parent id (4) and action (2), at most 22 bytes a state.
+    """
 
     def __init__(self, capacity: int = 1 << 16) -> None:
-        self.mask = capacity - 1
+        self.capacity = capacity
         self.slots = array("I", bytes(4 * capacity))
         self.fps = array("q")  # fps[id]
         self.limit = int(capacity * MAX_LOAD)
@@ -47,20 +54,22 @@ class FingerprintSet:
 
     def get(self, fp: int) -> int:
         """The id stored for ``fp``, or -1."""
-        slots, fps, mask = self.slots, self.fps, self.mask
-        slot = fp & mask
+        slots, fps, capacity = self.slots, self.fps, self.capacity
+        slot = fp % capacity
         while True:
             v = slots[slot]
             if v == 0:
                 return -1
             if fps[v - 1] == fp:
                 return v - 1
-            slot = (slot + 1) & mask
+            slot += 1
+            if slot == capacity:
+                slot = 0
 
     def get_or_add(self, fp: int, sid: int) -> int:
         """The id stored for ``fp``; when absent, store it under ``sid`` (the next id) and return -1."""
-        slots, fps, mask = self.slots, self.fps, self.mask
-        slot = fp & mask
+        slots, fps, capacity = self.slots, self.fps, self.capacity
+        slot = fp % capacity
         while True:
             v = slots[slot]
             if v == 0:
@@ -69,27 +78,77 @@ class FingerprintSet:
                 fps.append(fp)
                 slots[slot] = sid + 1
                 if len(fps) > self.limit:
+                    slots = None  # let _grow free the old table before it fills the new one
                     self._grow()
                 return -1
             if fps[v - 1] == fp:
                 return v - 1
-            slot = (slot + 1) & mask
+            slot += 1
+            if slot == capacity:
+                slot = 0
 
     def release(self) -> None:
         """Drop the table (the search is over)."""
         self.slots, self.fps = array("I"), array("q")
 
     def _grow(self) -> None:
-        capacity = len(self.slots) * 2
+        capacity = max(self.capacity + self.capacity // 2, self.capacity + 2)
+        if capacity > 0xFFFFFFFF:
+            raise OverflowError("more than 2**32 - 2 states: the table keeps 32-bit ids")
         self.slots = None  # free the old table before the new one is filled
-        self.mask = mask = capacity - 1
+        self.capacity = capacity
         self.slots = slots = array("I", bytes(4 * capacity))
         self.limit = int(capacity * MAX_LOAD)
         for sid, fp in enumerate(self.fps):
-            slot = fp & mask
+            slot = fp % capacity
             while slots[slot]:
-                slot = (slot + 1) & mask
+                slot += 1
+                if slot == capacity:
+                    slot = 0
             slots[slot] = sid + 1
+
+
+class Depths:
+    """BFS depth by state id, kept as the first id of each depth: a few bytes a depth, not 2 bytes a state.
+
+    Why it is exact: the checker hands out ids in BFS order, so the depth never decreases with the id; the
+    depth of id ``i`` is the last depth whose first id is at most ``i``. Reads like the ``array`` it replaces
+    (``len``, ``[i]``, ``append``, iteration); an ``append`` that would lower the depth is refused.
+    """
+
+    def __init__(self) -> None:
+        self.starts = array("Q")  # starts[d]: the first id at depth d (empty depths repeat the next start)
+        self.count = 0
+
+    def __len__(self) -> int:
+        return self.count
+
+    @property
+    def nbytes(self) -> int:
+        return len(self.starts) * 8
+
+    def append(self, depth: int) -> None:
+        if depth < len(self.starts) - 1:
+            raise ValueError(f"depths come in BFS order: {depth} after {len(self.starts) - 1}")
+        while len(self.starts) <= depth:
+            self.starts.append(self.count)
+        self.count += 1
+
+    def __getitem__(self, i: int) -> int:
+        if i < 0:
+            i += self.count
+        if not 0 <= i < self.count:
+            raise IndexError("depth index out of range")
+        return bisect_right(self.starts, i) - 1
+
+    def __iter__(self):
+        for d in range(len(self.starts)):
+            end = self.starts[d + 1] if d + 1 < len(self.starts) else self.count
+            yield from repeat(d, end - self.starts[d])
+
+    def max(self) -> int:
+        """The deepest depth reached (0 when empty)."""
+        return len(self.starts) - 1 if self.count else 0
 
 
 def collision_probability(distinct: int, generated: int) -> float:

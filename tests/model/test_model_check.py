@@ -245,3 +245,59 @@ def test_terminal_check_tells_loss_from_deadlock_from_done():
     assert properties.check_terminal(s, cfg)[0] == "deadlock"  # never sent
     done = lost._replace(msgs=(lost.msgs[0]._replace(done=True),))
     assert properties.check_terminal(done, cfg) is None
+
+
+# --- the same search as before the compact store and the faster successors -----------------------------------
+_B = dict(levels=2, max_retries=1, put_failures=1, persist_points=1)
+# (bounds, check options) -> (states, edges, verdict, property, trace length, loop length), as measured with
+# the checker before the compact store and the positional successors (commit 3536c68): neither may change them.
+BEFORE = [
+    (dict(_B, messages=1, crashes=1), {}, (56143, 146403, "ok", None, None, None)),
+    (dict(_B, messages=2, crashes=0), {}, (7786, 16412, "ok", None, None, None)),
+    (dict(_B, messages=2, crashes=0), {"symmetry": False}, (7786, 16412, "ok", None, None, None)),
+    (dict(_B, messages=2, crashes=0, send_levels=(1, 1)), {}, (3249, 6901, "ok", None, None, None)),
+    (dict(_B, messages=1, crashes=1, era=ERA_4), {}, (56143, 146403, "ok", None, None, None)),
+    (dict(_B, messages=1, crashes=1), {"store_edges": True}, (71566, 192195, "ok", None, None, None)),
+    (dict(messages=1, levels=1, max_retries=1, crashes=0, put_failures=None, persist_points=0), {},
+     (26, 42, "ok", None, None, None)),
+    (dict(messages=1, levels=1, max_retries=1, crashes=0, put_failures=None, persist_points=0), {"fairness": False},
+     (26, 42, "violation", "liveness", 0, 1)),
+    (dict(_B, messages=2, crashes=1, send_levels=(1, 1), mutants=frozenset({"commit_max_offset"})), {},
+     (67, 88, "violation", "consumer_offset_covers_acked", 5, 0)),
+    (dict(_B, messages=2, crashes=1, send_levels=(1, 1), mutants=frozenset({"dlq_keeps_delay"})), {},
+     (907, 1497, "violation", "dlq_after_max_retries", 9, 0)),
+    (dict(_B, messages=2, crashes=1, send_levels=(1, 1), mutants=frozenset({"dlq_threshold_gt"})), {},
+     (907, 1497, "violation", "reconsume_times_bounded", 9, 0)),
+    (dict(_B, messages=2, crashes=1, send_levels=(1, 1), mutants=frozenset({"drop_on_exception"}), era=ERA_4), {},
+     (18, 19, "violation", "delay_offset_covers_delivered", 3, 0)),
+    (dict(_B, messages=2, crashes=1, send_levels=(1, 1), mutants=frozenset({"no_persist_at_shutdown"})), {},
+     (140, 201, "violation", "bounded_redelivery", 6, 0)),
+    (dict(_B, messages=2, crashes=1, send_levels=(1, 1), mutants=frozenset({"offset_from_task_start"})), {},
+     (337, 510, "violation", "bounded_redelivery", 8, 0)),
+]
+
+
+@pytest.mark.parametrize("bounds, options, before", BEFORE, ids=[f"case{i}" for i in range(len(BEFORE))])
+def test_the_search_finds_the_same_states_edges_and_verdicts_as_before(bounds, options, before):
+    result = check(ModelConfig(**bounds), **options)
+    v = result.violation
+    got = (result.states, result.edges, result.verdict(), v and v.prop, v and len(v.steps),
+           v and len(v.cycle_steps))
+    assert got == before
+
+
+def test_the_fast_successor_paths_keep_the_record_types():
+    """Successors are built positionally now: every part must still be the named record it was."""
+    from model.spec import Copy, Level, Msg, Sched, State, Topic
+
+    cfg = ModelConfig(messages=2, levels=2, max_retries=1, crashes=1, send_levels=(0, 1))
+    result = check(cfg, keep_states=True, symmetry=False, max_states=4000)
+    kinds = set()
+    for s in result.graph.states:
+        for action, t in successors(s, cfg):
+            kinds.add(action.verb)
+            assert type(t) is State and all(type(m) is Msg for m in t.msgs)
+            assert all(type(lv) is Level and all(type(e) is Sched for e in lv.entries) for lv in t.levels)
+            assert all(type(tp) is Topic and all(type(c) is Copy for c in tp.entries) for tp in t.topics)
+    assert {"send", "deliver", "tick", "consume", "send_back", "dlq", "offset_commit", "persist", "crash",
+            "restart", "fault"} <= kinds

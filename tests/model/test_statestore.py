@@ -6,10 +6,12 @@ import random
 import subprocess
 import sys
 
+import pytest
+
 from model.checker import canonical_states, check
 from model.liveness import strongly_connected_components
 from model.spec import ModelConfig
-from model.statestore import FingerprintSet, Frontier, collision_probability, fingerprint
+from model.statestore import Depths, FingerprintSet, Frontier, collision_probability, fingerprint
 from model.symmetry import canonical
 
 
@@ -69,3 +71,66 @@ def test_nontrivial_only_skips_single_nodes_without_a_loop():
     adj = {0: [1], 1: [0], 2: [2], 3: [0]}
     comps = strongly_connected_components(4, range(4), adj.__getitem__, nontrivial_only=True)
     assert sorted(map(sorted, comps)) == [[0, 1], [2]]
+
+
+def test_colliding_fingerprints_are_all_found_across_every_growth():
+    """Fingerprints that share a slot (equal mod the capacity), wrap past the table's end, or are negative:
+    linear probing keeps each under its own id through every growth, and a miss stays a miss."""
+    fps = FingerprintSet(capacity=8)
+    stored: dict[int, int] = {}
+    wanted = [3 + 8 * k for k in range(40)] + [7 + 8 * k for k in range(40)] + [-(5 + 8 * k) for k in range(40)]
+    wanted += [2**63 - 1 - k for k in range(40)] + [-(2**63) + k for k in range(40)]
+    capacities = {fps.capacity}
+    for fp in wanted:
+        assert fps.get(fp) == -1
+        assert fps.get_or_add(fp, len(stored)) == -1
+        stored[fp] = len(stored)
+        capacities.add(fps.capacity)
+        assert fps.get_or_add(fp, len(stored)) == stored[fp]  # a second add finds it, stores nothing
+        assert len(fps) == len(stored)
+    assert len(capacities) > 5  # it grew many times, and every stored fingerprint moved each time
+    for fp, sid in stored.items():
+        assert fps.get(fp) == sid
+    for absent in (12, 3 + 8 * 40, -(5 + 8 * 40), 2**63 - 41, 1):
+        assert fps.get(absent) == -1
+    assert sorted(v for v in fps.slots if v) == list(range(1, len(stored) + 1))  # each id in one slot
+
+
+def test_the_table_stays_between_half_and_three_quarters_full():
+    fps = FingerprintSet(capacity=16)
+    rng = random.Random(3)
+    loads = []
+    for sid in range(5000):
+        fps.get_or_add(rng.getrandbits(64) - 2**63 or 1, sid)
+        if sid > 16:
+            loads.append(len(fps) / fps.capacity)
+    assert min(loads) >= 0.5 and max(loads) <= 0.75
+    assert fps.nbytes == 4 * fps.capacity + 8 * len(fps) <= (8 + 8) * len(fps)
+
+
+def test_state_ids_must_be_dense():
+    fps = FingerprintSet(capacity=8)
+    fps.get_or_add(42, 0)
+    with pytest.raises(ValueError, match="dense"):
+        fps.get_or_add(43, 5)
+    assert fps.get(43) == -1 and len(fps) == 1
+
+
+def test_depths_read_like_the_column_they_replace():
+    column = [0, 1, 1, 1, 2, 4, 4, 5]  # BFS order: never decreasing (depth 3 empty: a gap is allowed)
+    d = Depths()
+    for x in column:
+        d.append(x)
+    assert len(d) == len(column) and list(d) == column
+    assert [d[i] for i in range(len(column))] == column and d[-1] == 5 and d.max() == 5
+    with pytest.raises(IndexError):
+        d[len(column)]
+    with pytest.raises(ValueError, match="BFS order"):
+        d.append(4)
+    assert Depths().max() == 0 and list(Depths()) == []
+
+
+def test_the_graph_depths_are_the_bfs_distances():
+    cfg = ModelConfig(messages=1, levels=1, max_retries=1, crashes=1)
+    g = check(cfg, keep_states=True).graph
+    assert all(g.depth[i] == len(g.path_to(i)) - 1 for i in range(len(g)))
