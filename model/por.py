@@ -51,10 +51,24 @@ so the one send ``successors(symmetric=True)`` offers stands for its renamings.
 
 from __future__ import annotations
 
-from .spec import AWAIT_SEND_BACK, DEST_DLQ, T_REAL, T_RETRY, ModelConfig, State  # noqa: F401
+from .spec import (
+    CONSUMER_FILE,
+    DELAY_FILE,
+    DEST_DLQ,
+    SITE_PUT,
+    SITE_SCHEDULE_DELIVER,
+    SITE_SCHEDULE_REBUILD,
+    T_REAL,
+    T_RETRY,
+    TOPIC,
+    ModelConfig,
+    State,
+)
 
 CONSUME = ("consume",)
 TICK = ("tick",)
+PERSIST_DELAY = ("persist", DELAY_FILE)
+PERSIST_CONSUMER = ("persist", CONSUMER_FILE)
 
 
 def applicable(cfg: ModelConfig) -> bool:
@@ -66,9 +80,14 @@ def applicable(cfg: ModelConfig) -> bool:
     return cfg.put_failures is not None and "offset_from_task_start" not in cfg.mutants
 
 
-def _quiet(s: State) -> bool:
-    """No global action can ever be enabled again and none is enabled now: the region POR works in."""
-    if not s.up or s.crashes > 0 or s.persists > 0 or s.faults > 0 or s.pq:
+def _quiet(s: State, cfg: ModelConfig) -> bool:
+    """The region POR works in: the broker up with no crash left, no process-queue item, no consume enabled.
+
+    Persist points and put failures may be left (they are classes of their own); with the two mutants
+    whose failed delivery moves the cursor (it may un-hide a dead message's pending unit), not faults."""
+    if not s.up or s.crashes > 0 or s.pq:
+        return False
+    if s.faults > 0 and ("skip_failed_delivery" in cfg.mutants or "drop_on_exception" in cfg.mutants):
         return False
     for tp in s.topics:
         if tp.pull < len(tp.entries):
@@ -76,7 +95,7 @@ def _quiet(s: State) -> bool:
     return True
 
 
-def _class(action) -> tuple | None:
+def _class(s: State, action) -> tuple | None:
     verb = action.verb
     if verb == "tick":
         return TICK
@@ -85,7 +104,15 @@ def _class(action) -> tuple | None:
     if verb == "send":
         return ("send", action.arg("level"))
     if verb == "offset_commit":
-        return ("commit", T_REAL if action.arg("topic") == "TopicTest" else T_RETRY)
+        return ("commit", T_REAL if action.arg("topic") == TOPIC else T_RETRY)
+    if verb == "persist":
+        return ("persist", action.arg("file"))
+    if verb == "fault":
+        site = action.arg("site")
+        if site == SITE_PUT:
+            return ("pfault", s.msgs[action.arg("msg")].level)
+        if site in (SITE_SCHEDULE_DELIVER, SITE_SCHEDULE_REBUILD):
+            return ("dfault", action.arg("level"))
     return None
 
 
@@ -99,32 +126,55 @@ def _may_put_to(s: State, li: int, dest: int) -> bool:
     return dest == T_REAL and any(m.level == li + 1 for m in s.msgs)
 
 
+def _faults(s: State) -> list[tuple]:
+    """Every fault class (they share one budget, so each depends on all the others)."""
+    if s.faults <= 0:
+        return []
+    n = len(s.levels)
+    return [("pfault", level) for level in range(n + 1)] + [("dfault", level) for level in range(1, n + 1)]
+
+
+def _persists(s: State) -> list[tuple]:
+    return [PERSIST_DELAY, PERSIST_CONSUMER] if s.persists > 0 else []
+
+
 def _dependents(s: State, x: tuple) -> list[tuple]:
-    """Classes that may not commute with the enabled class ``x`` along a path of other classes."""
+    """Classes that may not commute with the enabled class ``x`` along a path of other classes (or that
+    ``x`` may disable)."""
     kind = x[0]
     n = len(s.levels)
     if kind == "tick":
         return [("send", level) for level in range(1, n + 1)] + [CONSUME]
-    if kind == "send":
+    if kind == "send":  # the send disables its put failure
+        out = [CONSUME, ("pfault", x[1])]
         if x[1] > 0:
-            return [TICK, CONSUME]
-        return [("commit", T_REAL), CONSUME] + [("deliver", li + 1) for li in range(n)
-                                                if _may_put_to(s, li, T_REAL)]
+            return out + [TICK]
+        return out + [("commit", T_REAL)] + [("deliver", li + 1) for li in range(n) if _may_put_to(s, li, T_REAL)]
     if kind == "deliver":
         li = x[1] - 1
         lv = s.levels[li]
         dest = lv.entries[lv.cursor].dest
-        out = [CONSUME] + [("deliver", lj + 1) for lj in range(n) if lj != li and _may_put_to(s, lj, dest)]
+        out = [CONSUME, ("dfault", x[1]), PERSIST_DELAY]
+        out += [("deliver", lj + 1) for lj in range(n) if lj != li and _may_put_to(s, lj, dest)]
         if dest != DEST_DLQ:
             out.append(("commit", dest))
         if dest == T_REAL:
             out.append(("send", 0))
         return out
     if kind == "commit":
-        out = [CONSUME] + [("deliver", li + 1) for li in range(n) if _may_put_to(s, li, x[1])]
+        out = [CONSUME, PERSIST_CONSUMER] + [("deliver", li + 1) for li in range(n) if _may_put_to(s, li, x[1])]
         if x[1] == T_REAL:
             out.append(("send", 0))
         return out
+    if kind == "pfault":
+        return _faults(s) + [("send", x[1]), CONSUME]
+    if kind == "dfault":
+        return _faults(s) + [("deliver", x[1]), CONSUME]
+    if kind == "persist":
+        out = [CONSUME] + _persists(s)
+        if x == PERSIST_DELAY:
+            return out + [("deliver", li + 1) for li in range(n)]
+        return out + [("commit", T_REAL), ("commit", T_RETRY)]
     return []  # consume: never enabled in a quiet state
 
 
@@ -143,7 +193,15 @@ def _enablers(s: State, x: tuple) -> list[tuple]:
         return [("send", level) for level in range(1, n + 1)] + [CONSUME]
     if kind == "commit":  # pull == len and the offset is committed: only a consume moves them
         return [CONSUME]
-    return []  # send: an unsent message never appears again
+    if kind == "dfault":  # no budget: never again; else as its delivery
+        return _enablers(s, ("deliver", x[1])) if s.faults > 0 else []
+    if kind == "persist":
+        if s.persists <= 0:
+            return []
+        if x == PERSIST_DELAY:  # offsetTable == delayOffset.json, nothing delivered since: a delivery
+            return [("deliver", li + 1) for li in range(n)]
+        return [("commit", T_REAL), ("commit", T_RETRY), CONSUME]  # cmem moves by a commit or a pull
+    return []  # send, put failure: an unsent message never appears again, and the budget never grows
 
 
 def _stubborn(s: State, seed: tuple, enabled: set) -> set:
@@ -161,11 +219,11 @@ def _stubborn(s: State, seed: tuple, enabled: set) -> set:
 
 def reduce(s: State, cfg: ModelConfig, succ: list) -> list:
     """The successors of ``s`` through a smallest stubborn set, or ``succ`` itself when none is smaller."""
-    if len(succ) < 2 or not _quiet(s):
+    if len(succ) < 2 or not _quiet(s, cfg):
         return succ
     classes = []
     for action, _nxt in succ:
-        c = _class(action)
+        c = _class(s, action)
         if c is None:
             return succ  # an action this module has no table for: expand fully
         classes.append(c)
