@@ -23,12 +23,12 @@ from array import array
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from . import por as _por
 from .liveness import (
     cycle_through,
     fair_components,
     strongly_connected_components,  # noqa: F401 - part of this module's API
 )
-from . import por as _por
 from .properties import check_safety, check_terminal
 from .spec import (
     DEST_DLQ,

@@ -8,8 +8,9 @@ cycle proviso C3 holds vacuously; with the edge store (liveness on a cyclic grap
 
 Action classes (one class = the actions of one actor on one queue, whatever unit they carry):
 ``("send", L)`` sends to level L (0: straight to TopicTest), ``("deliver", l)``, ``("tick",)``,
-``("commit", t)`` (the client's offset_commit of topic t) and ``("consume",)`` (every consume, pull or
-resubmit, success or failure). Crash, restart, persist, put failures and send-backs are global.
+``("commit", t)`` (the client's offset_commit of topic t), ``("persist", file)``, ``("pfault", L)``
+(a failed send of a level-L message), ``("dfault", l)`` (a failed delivery or rebuild at level l) and
+``("consume",)`` (every consume, pull or resubmit, success or failure).
 
 Independence, from the State layout (what each class reads and writes):
 - send L>0: msgs[i], appends to levels[L].entries (a unit that waits L >= 1 ticks);
@@ -18,16 +19,23 @@ Independence, from the State layout (what each class reads and writes):
   msgs[m].dead); reads entries[cursor].wait == 0;
 - tick: every entry's wait (the step is the smallest positive wait);
 - commit t: topics[t].cmem; enabled while pull == len(entries) and the client offset != cmem;
+- persist delayOffset.json: every level's persisted and DELIVERED -> SETTLED; consumerOffset.json: every
+  topic's cper := cmem; both spend the one persist budget;
+- pfault / dfault: the one fault budget (and the level's running flag); a send / delivery disables the
+  failure of the same unit;
 - consume: a failure leaves a send-back due, which disables every other action until it ran, and the
   send-back appends a waiting unit: consume is dependent on everything (global);
-- crash, restart, persist points and put failures change budgets that every fault/persist/crash reads,
-  and crash/restart rewrite every memory field: dependent on everything. POR applies only where none
-  of them can ever be enabled again (crashes, persists and faults all 0, the broker up, no process-queue
-  item), so they never appear in a stubborn set.
-Dependent pairs that remain: send L with send L (queue order) and with tick (the new unit's wait);
-deliver with deliver of a level that may still put to the same queue, with commit of its destination
-(an append disables it) and with send 0 to TopicTest; commit t with send 0 (t = TopicTest). Appends
-commute with the deliver at a queue's cursor and with a pull, which read units already there.
+- crash and restart rewrite every memory field: dependent on everything. POR applies only in the
+  *quiet* region: the broker up, no crash left, no process-queue item and no consume enabled (so crash,
+  restart and send-backs never appear in a stubborn set, and consume only as a disabled member whose
+  enablers, the deliveries and send 0, join the set).
+Dependent pairs that remain: send L with send L (queue order), with its put failure and with tick
+(the new unit's wait); deliver with deliver of a level that may still put to the same queue, with its
+failure, the delay-offset persist, commit of its destination (an append disables it) and send 0 to
+TopicTest; commit t with send 0 (t = TopicTest) and the consumer-offset persist; the two persists with
+each other, the faults with each other. Appends commute with the deliver at a queue's cursor and with
+a pull, which read units already there. ``tests/model/test_por.py`` checks on whole graphs that every
+action a stubborn set postpones commutes with every action it keeps.
 
 Visibility: the search stops at the first violation, and a stubborn set omits actions only when each
 of its actions never *un-violates* a property (a violated property stays violated after it): then a
@@ -40,8 +48,15 @@ move copies). None of them is un-violated by the actions a stubborn set may hold
 only waits, which no property reads; a send appends past every offset; a delivery sets the status of
 the unit at the cursor (every offset is <= the cursor while the broker is up) and moves a dead
 message's pending unit into a queue where it is still pending; a commit (pull == len, no process
-queue) sets cmem to the pull offset, which is >= cmem already. tests/model/test_por.py checks this on
-whole graphs, and that every verdict is the same with and without POR.
+queue) sets cmem to the pull offset, which is >= cmem already; a persist copies an offset that is
+already <= the cursor / the broker's offset; a put failure or (5.3.3, no mutant moving the cursor) a
+failed delivery spends only the budget. tests/model/test_por.py checks this on whole graphs, and that
+every verdict (and the violated property's name) is the same with and without POR.
+
+What it saves, and why not more: little (3 % of m1/c1, 12 % of m2/c0). Most states have a crash left
+(crash disables everything) or a consume enabled (a failed consume forces its send-back, which appends a
+waiting unit: dependent on tick, sends, faults and commits), and a delivery still waiting for its unit
+pulls tick into every set. The interleavings the model has are, mostly, real dependencies.
 
 Why it keeps terminal states and violations: the classic argument (D1 + a key action gives every end
 state; a never-un-violating stubborn action keeps every violation), by induction on the progress rank.
