@@ -40,7 +40,7 @@ def _same_verdict(a, b):
 @pytest.mark.parametrize("case", CASES + DEFAULTS, ids=_ids)
 def test_without_the_edge_store_the_verdict_and_the_counts_are_the_same(case):
     cfg, _name = case
-    lean = check(cfg, max_states=200_000, collapse_ticks=False)  # collapsing needs the acyclic mode
+    lean = check(cfg, max_states=200_000, collapse_ticks=False, por=False)  # both need the acyclic mode
     full = check(cfg, max_states=200_000, store_edges=True)
     assert lean.graph.acyclic and len(lean.graph.edge_dst) == 0  # no fallback: every edge lowered the rank
     assert not full.graph.acyclic and full.nontrivial_sccs == 0
@@ -63,7 +63,7 @@ def test_every_edge_of_the_whole_graph_lowers_the_progress_rank(case):
 
 def test_a_rank_that_does_not_drop_falls_back_to_the_edge_store(monkeypatch):
     cfg = ModelConfig(messages=1, levels=2, max_retries=1, crashes=1)
-    honest = check(cfg, collapse_ticks=False)
+    honest = check(cfg, collapse_ticks=False, por=False)
     monkeypatch.setattr(checker_module, "progress_rank", lambda s: (0,))
     fallback = check(cfg)
     assert honest.graph.acyclic and not fallback.graph.acyclic
