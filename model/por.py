@@ -219,9 +219,8 @@ def _enablers(s: State, x: tuple) -> list[tuple]:
     return []  # send, put failure: an unsent message never appears again, and the budget never grows
 
 
-def _stubborn(s: State, seed: tuple, enabled: set) -> set:
-    todo = [seed]
-    found = {seed}
+def _closure(s: State, found: set, todo: list, enabled: set) -> set:
+    """Close ``found`` under the rules: an enabled class brings its dependents, a disabled one its enablers."""
     while todo:
         x = todo.pop()
         more = _dependents(s, x) if x in enabled else _enablers(s, x)
@@ -229,11 +228,15 @@ def _stubborn(s: State, seed: tuple, enabled: set) -> set:
             if y not in found:
                 found.add(y)
                 todo.append(y)
-    return found & enabled
+    return found
 
 
 def reduce(s: State, cfg: ModelConfig, succ: list) -> list:
-    """The successors of ``s`` through a smallest stubborn set, or ``succ`` itself when none is smaller."""
+    """The successors of ``s`` through a smallest stubborn set, or ``succ`` itself when none is smaller.
+
+    Every enabled class in a quiet state has consume among its dependents, so every stubborn set holds
+    the closure of (disabled) consume: when that closure has an enabled class it is the smallest set;
+    else each enabled class is tried as the seed on top of it."""
     if len(succ) < 2 or not _quiet(s, cfg):
         return succ
     classes = []
@@ -245,13 +248,14 @@ def reduce(s: State, cfg: ModelConfig, succ: list) -> list:
     enabled = set(classes)
     if len(enabled) < 2:
         return succ
-    best = enabled
-    for seed in sorted(enabled):
-        chosen = _stubborn(s, seed, enabled)
-        if len(chosen) < len(best):
-            best = chosen
-            if len(best) == 1:
-                break
-    if best is enabled:
+    base = _closure(s, {CONSUME}, [CONSUME], enabled)
+    best = base & enabled
+    if not best:
+        best = enabled
+        for seed in sorted(enabled):
+            chosen = _closure(s, base | {seed}, [seed], enabled) & enabled
+            if len(chosen) < len(best):
+                best = chosen
+    if len(best) == len(enabled):
         return succ
     return [pair for pair, c in zip(succ, classes, strict=True) if c in best]

@@ -16,8 +16,11 @@ from scenarios.check_cli import check_main
 
 from .test_reductions import CASES, DEFAULTS, _ids
 
+# the default bounds of `rmqsim check` under every mutant take a minute: the slow tier
+SLOW_DEFAULTS = [pytest.param(case, marks=pytest.mark.slow, id=_ids(case)) for case in DEFAULTS]
 
-@pytest.mark.parametrize("case", CASES + DEFAULTS, ids=_ids)
+
+@pytest.mark.parametrize("case", CASES + SLOW_DEFAULTS, ids=_ids)
 def test_por_gives_the_same_verdict_with_no_more_states(case):
     cfg, _name = case
     reduced = check(cfg, max_states=200_000)
