@@ -24,6 +24,7 @@ from array import array
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from . import por as _por
 from .liveness import (
     cycle_through,
     fair_components,
@@ -148,6 +149,8 @@ class StateGraph:
         self.edge_count = 0  # edges between distinct states (merged per target and fairness class)
         self.acyclic = False  # every edge lowered spec.progress_rank: no cycle, and no edges were kept
         self.collapse_ticks = False  # the clock jumped to the next due instant (spec.collapsible_ticks)
+        self.por = False  # partial-order reduction: only a stubborn subset of successors expanded (model/por.py)
+        self.por_pruned = 0  # successors that partial-order reduction left out
 
     def __len__(self) -> int:
         return len(self.parent)
@@ -271,6 +274,7 @@ class CheckResult:
                 "fingerprint_collision_probability": float(f"{self.collision_probability:.3g}"),
                 "nontrivial_sccs": self.nontrivial_sccs, "fair_sccs": self.fair_sccs,
                 "symmetry": self.symmetry, "fairness": self.fairness, "acyclic": self.graph.acyclic,
+                "por": self.graph.por, "por_pruned": self.graph.por_pruned,
                 "stop": self.stop}
 
     def verdict(self) -> str:
@@ -305,6 +309,7 @@ def check(
     keep_states_until: int | None = None,
     store_edges: bool | None = None,
     collapse_ticks: bool = True,
+    por: bool = False,
 ) -> CheckResult:
     """Explore every state reachable from the initial one; stop at the first violation or a limit.
 
@@ -319,12 +324,13 @@ def check(
     that does not lower it restarts the search with the edge store.
     ``collapse_ticks``: on such an acyclic search, let time jump to the next due instant (see
     ``spec.collapsible_ticks``); a trace then shows ``tick ticks=N``.
+    ``por``: on such an acyclic search, expand a stubborn subset of each state's successors (model/por.py).
     """
     cfg.validate()
     options = dict(symmetry=symmetry, fairness=fairness, max_states=max_states, memory_mb=memory_mb,
                    max_seconds=max_seconds, progress=progress, invariants=invariants,
                    explore_after_violation=explore_after_violation, keep_states=keep_states,
-                   keep_states_until=keep_states_until, collapse_ticks=collapse_ticks)
+                   keep_states_until=keep_states_until, collapse_ticks=collapse_ticks, por=por)
     if store_edges is None:
         store_edges = keep_states or cfg.put_failures is None
     # States are tuples of ints and bools: the search makes no reference cycles, and the cyclic collector's
@@ -351,12 +357,15 @@ def _explore(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_states: in
              max_seconds: float | None, progress: Callable[[int, int, int], None] | None,
              invariants: Callable[[State, ModelConfig], tuple[str, str] | None], explore_after_violation: int,
              keep_states: bool, keep_states_until: int | None, store_edges: bool,
-             collapse_ticks: bool) -> CheckResult:
+             collapse_ticks: bool, por: bool) -> CheckResult:
     canon = canonical if symmetry and renamings_can_meet(cfg.send_levels) else identity
     g = StateGraph(keep_states)
     g.acyclic = not store_edges
     # Tick collapsing keeps safety and terminal states, not fair cycles: only on a graph proven acyclic.
     g.collapse_ticks = collapse = not store_edges and collapse_ticks and collapsible_ticks(cfg)
+    # Partial-order reduction relies on the acyclic graph for its cycle proviso (model/por.py).
+    g.por = reduce = not store_edges and por and _por.applicable(cfg)
+    pruned = 0
     result = CheckResult(cfg, symmetry, fairness, g, canon=canon)
     start = time.perf_counter()  # wall-clock ok: statistics and the time limit only
     cpu_start = time.process_time()  # wall-clock ok: statistics only
@@ -414,6 +423,10 @@ def _explore(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_states: in
             for _action, nxt in succ:
                 if not rank_drops(state, nxt):
                     raise _RankDidNotDrop
+            if reduce:
+                full = len(succ)
+                succ = _por.reduce(state, cfg, succ)
+                pruned += full - len(succ)
         if not succ:
             terminal[i] = 1
             bad = check_terminal(state, cfg)
@@ -468,6 +481,7 @@ def _explore(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_states: in
                 break
     g.generated = generated
     g.edge_count = edge_count
+    g.por_pruned = pruned
     seen.release()  # the liveness search needs only the graph columns
     if result.violation is None and result.complete:
         t0 = time.perf_counter()  # wall-clock ok: statistics only
@@ -571,5 +585,6 @@ def format_stats(result: CheckResult) -> str:
             f"({round(result.states / result.cpu_seconds) if result.cpu_seconds > 0 else 0} per CPU second), "
             f"peak {st['peak_rss_mb']:.0f} MiB; symmetry {'on' if result.symmetry else 'off'}"
             f"{', ticks collapsed' if result.graph.collapse_ticks else ''}"
-            f"{', acyclic (no edges kept)' if result.graph.acyclic else ''}")
+            f"{', acyclic (no edges kept)' if result.graph.acyclic else ''}"
+            f"{', partial-order reduction on' if result.graph.por else ''}")
     return head + "\n" + body
