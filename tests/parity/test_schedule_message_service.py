@@ -201,3 +201,4 @@ def test_handle_put_result_task_with_exceptions(era):
             # yet due, a sync success or an async head's SUCCESS: with seed 11 the last unit of both levels
             # throws, and the offset table stays at it until a later unit arrives (measured against the tag)
             assert service.offset_table[level] == msg_num - 1
+

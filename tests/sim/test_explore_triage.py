@@ -33,6 +33,8 @@ and watching the invariant fail again.
 |  |  | not a retry past the DLQ (a retry is a new copy) | |
 | 258 (combos) | dlq_after_max_retries | a timer copy stored twice after a power failure: two ladders, a retry of | invariant bug |
 |  |  | the second after the first's dead letter (276's excuse, now for every retry) | |
+| 38 (steered) | duplicates | async delivery: 5.3.3 stops the message store before the schedule service, | excuse |
+|  |  | so a head waiting for its resend at a graceful shutdown keeps the table at it | |
 | 104 (combos) | no_loss | a store rollback cut a queue the consumer had pulled past: it goes on from | excuse |
 |  |  | its own next offset, over the new copies at the reused offsets | |
 | 282 | bounded_lateness | 5.3.3: the level moves past a torn copy, at its next poll | excuse |
@@ -366,3 +368,12 @@ def test_a_dead_lettered_copy_pulled_again_is_a_duplicate(monkeypatch):
     assert "dlq_after_max_retries" not in _check(result)
     monkeypatch.setattr(invariants, "_copy_of", lambda c: c["seq"])  # every consume a copy of its own
     assert "dlq_after_max_retries" in _check(result)
+
+
+def test_units_behind_an_async_head_waiting_for_its_resend_come_again_after_a_graceful_restart(monkeypatch):
+    import model.invariants as invariants
+
+    result = _run_file("explore-38-steered", 38)
+    assert "duplicates" not in _check(result)
+    monkeypatch.setattr(invariants, "_behind_an_unfinished_async_head", lambda ix, again, shutdown: False)
+    assert "duplicates" in _check(result)
