@@ -18,7 +18,7 @@ def main() -> None:
     base = int(sys.argv[2]) if len(sys.argv) > 2 else 1
     for steer in (False, True):
         bar = progress_bar(total=n, desc="steered" if steer else "unsteered", unit="run")
-        hits, rows = explore_coverage(n, seed_base=base, steer=steer, on_run=lambda _s: bar.update(1))
+        hits, rows = explore_coverage(n, seed_base=base, steer=steer, on_run=lambda _s, bar=bar: bar.update(1))
         bar.close()
         missed = never_hit(hits)
         rare = sorted((sum(p in r["probes"] for r in rows), p) for p in CATALOGUE if p not in missed)
