@@ -172,13 +172,14 @@ class _Index:
         self.timer_offset_skips = self._timer_offset_skips(cuts)
 
     def _stale_units_after_power_failure(self) -> list[dict]:
-        """Copies a recovery could not index: after a power failure a consume queue may hold stale units that
-        point where new copies now lie (CQ recovery checks units only against the commit log's end), and a new
+        """Copies a recovery could not index: after a power failure (or a CQ truncation) a consume queue may hold
+        stale units that point where new copies now lie (CQ recovery checks units only against the commit log's end), and a new
         copy at such a queue offset is skipped as "built repeatedly" (#495, ROCKETMQ.md 2.6)."""
-        if not self.power_crashes:
+        cuts = [c["seq"] for c in self.power_crashes] + [e["seq"] for e in self.by_kind["cq_truncate"]]
+        if not cuts:
             return []
-        first_power = self.power_crashes[0]["seq"]
-        return [e for e in self.by_kind["cq_unindexed"] if e["seq"] > first_power]
+        # a consume-queue truncation leaves stale bytes past the new tail too (explore seed 1655531208)
+        return [e for e in self.by_kind["cq_unindexed"] if e["seq"] > min(cuts)]
 
     def _timer_offset_skips(self, cuts: list[dict]) -> list[tuple[int, int | None, int]]:
         """(restart seq, seq of the next cut or None, queue-offset bound) for each store rollback that left no
@@ -968,18 +969,22 @@ def check_bounded_lateness(ix: _Index, ctx: RunContext) -> dict:
     error_polls: dict[int, list[int]] = defaultdict(list)  # level -> when its task hit a unit whose rebuild threw
     for level, _offset, _seq, t_ms, _site in ix.level_unit_errors:
         error_polls[level].append(t_ms)
+    first_deliveries: set[tuple] = set()
     for r in delivery_lateness(ix.events):
+        if (r.msg_id, r.level, r.due_mono_ms) in first_deliveries:
+            continue  # the same copy again (a rewound level, a resurrected #495 unit, seed 1655531205): a duplicate
+        first_deliveries.add((r.msg_id, r.level, r.due_mono_ms))
         bound = ctx.timer_precision_ms + POLL_SLACK_MS if r.level == "timer" else POLL_SLACK_MS
+        crossed = sum(1 for t in file_start_polls.get(r.level, ()) if r.due_mono_ms < t <= r.t_ms)
         if back_steps:
-            # a level queue is FIFO: a copy behind one stored before the step waits for it (explore seed 166)
+            # a level queue is FIFO: a copy behind one stored before the step waits for it (explore seed 166),
+            # and after it for one poll per consume-queue file crossed (seed 1655531201)
             store_t = stored_at.get((r.msg_id, r.t_ms), r.t_ms)
             if isinstance(r.level, int):
                 store_t = min(store_t, r.t_ms - ctx.level_delay_ms(r.level) - max(by for _, by in back_steps)
-                              - POLL_SLACK_MS - LEVEL_POLL_MS)
+                              - POLL_SLACK_MS - LEVEL_POLL_MS * (1 + crossed))
             bound += sum(by for t, by in back_steps if store_t <= t <= r.t_ms)
-        crossed = file_start_polls.get(r.level)
-        if crossed:
-            bound += LEVEL_POLL_MS * sum(1 for t in crossed if r.due_mono_ms < t <= r.t_ms)
+        bound += LEVEL_POLL_MS * crossed
         if isinstance(r.level, int) and not ix.level_retries_a_broken_unit:
             # 5.x: when messageTimeup throws the task moves past the unit, but only at its next poll (seed 282)
             bound += LEVEL_POLL_MS * sum(1 for t in error_polls.get(r.level, ()) if r.due_mono_ms <= t <= r.t_ms)
