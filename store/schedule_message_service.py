@@ -467,39 +467,39 @@ class HandlePutResultTask:
         and one asleep in doResend resends when its sleep ends. That run applies the SUCCESS heads and returns at an
         EXCEPTION head, since isStarted() is false; it schedules nothing. (Explore: without it a graceful restart
         re-delivered the units behind a head waiting for its resend.)"""
-        while self.pending and not self.dead:
-            head = self.pending[0]
-            if head.status == "SUCCESS":
-                self.svc.update_offset(self.level, head.offset + 1)
-                self.pending.popleft()
-            elif head.status == "SKIP":
-                self.pending.popleft()
-            elif head.resend_at_mono is not None and head.resend_at_mono - mono_ms <= WAIT_FOR_SHUTDOWN_MS:
-                head.resend_at_mono = None
-                self._resend(head)  # the sleep ends within awaitTermination: the resend runs, the loop goes on
-            else:
+        while not self.dead:
+            head = self._apply_finished_heads()
+            if head is None or head.resend_at_mono is None or head.resend_at_mono - mono_ms > WAIT_FOR_SHUTDOWN_MS:
                 return
+            head.resend_at_mono = None
+            self._resend(head)  # the sleep ends within awaitTermination: the resend runs, the loop goes on
 
     def step(self, mono_ms: int) -> None:
         if mono_ms < self.at_mono_ms or not self.svc.started or self.dead:
             return
         self.at_mono_ms = mono_ms + DELAY_FOR_A_SLEEP_MS
+        while (head := self._apply_finished_heads()) is not None:
+            # EXCEPTION: doResend, which first sleeps min(resendCount * 100, 60 s)
+            if head.resend_at_mono is None:
+                self._start_sleep(head, mono_ms)
+            if mono_ms < head.resend_at_mono:
+                return
+            head.resend_at_mono = None
+            self._resend(head)
+            if self.dead:
+                return
+
+    def _apply_finished_heads(self) -> PutResultProcess | None:
+        """The run's loop over the queue's head: SUCCESS moves the table past it, SKIP drops it; the first head still
+        EXCEPTION is returned (None when the queue is empty)."""
         while self.pending:
             head = self.pending[0]
             if head.status == "SUCCESS":
                 self.svc.update_offset(self.level, head.offset + 1)
-                self.pending.popleft()
-            elif head.status == "SKIP":
-                self.pending.popleft()
-            else:  # EXCEPTION: doResend, which first sleeps min(resendCount * 100, 60 s)
-                if head.resend_at_mono is None:
-                    self._start_sleep(head, mono_ms)
-                if mono_ms < head.resend_at_mono:
-                    return
-                head.resend_at_mono = None
-                self._resend(head)
-                if self.dead:
-                    return
+            elif head.status != "SKIP":
+                return head
+            self.pending.popleft()
+        return None
 
     def _start_sleep(self, head: PutResultProcess, mono_ms: int) -> None:
         """4.9.8 sleeps ``resendCount++ * 100``, 5.x ``incrementAndGet() * 100``; the count moves before the sleep."""
