@@ -22,6 +22,7 @@ from store.service import PeriodicService
 
 from .broker_host import BrokerHost
 from .clients import Clients
+from .offset_skip import OffsetPersistSkipping
 from .clock import SimClock
 from .faults import FaultPlan, SimFaults
 from .history import History
@@ -83,6 +84,8 @@ class World:
         self.faults = SimFaults(self.recorder, scenario.faults, self.rngs.stream("faults"))
         self.recorder.faults = self.faults
         self.clients = Clients(self)
+        # Consumers' offset persists that would only re-send the broker's own offsets (sim/offset_skip.py).
+        self.offset_skip = OffsetPersistSkipping(self) if not (faithful_polling or shuffle_ties) else None
         self.network_service = NetworkService()
         self.start_mono_ms = 0
         self.traffic_end_mono_ms = scenario.duration_ms

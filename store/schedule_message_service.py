@@ -200,13 +200,18 @@ class ScheduleMessageService(ConfigManager):
             self.data_version.next_version(self.clock)
 
     def account_skipped_updates(self, count: int, first_mono_ms: int, grid_ms: int) -> None:
-        """What ``count`` skipped not-due polls would have done to the version counter (E4/E5 updateOffset)."""
-        now_mono, now_wall = self.clock.monotonic_ms(), self.clock.now_ms()
-        for j in range(count):
-            self._updates_since_version += 1
-            if self._updates_since_version % DELAY_OFFSET_UPDATE_VERSION_STEP == 0:
-                self.data_version.timestamp_ms = now_wall - (now_mono - (first_mono_ms + j * grid_ms))
-                self.data_version.counter += 1
+        """What ``count`` skipped not-due polls would have done to the version counter (E4/E5 updateOffset).
+
+        In closed form: a 2-hour level skips 72 000 polls, and only the number of version steps they cross
+        and the time of the last one matter."""
+        before = self._updates_since_version
+        after = self._updates_since_version = before + count
+        steps = after // DELAY_OFFSET_UPDATE_VERSION_STEP - before // DELAY_OFFSET_UPDATE_VERSION_STEP
+        if steps:
+            last = after // DELAY_OFFSET_UPDATE_VERSION_STEP * DELAY_OFFSET_UPDATE_VERSION_STEP - before - 1
+            now_mono, now_wall = self.clock.monotonic_ms(), self.clock.now_ms()
+            self.data_version.timestamp_ms = now_wall - (now_mono - (first_mono_ms + last * grid_ms))
+            self.data_version.counter += steps
 
     def compute_deliver_timestamp(self, level: int, store_timestamp: int) -> int:
         return store_timestamp + self.delay_level_table_ms.get(level, 1000)
