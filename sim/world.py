@@ -22,12 +22,12 @@ from store.service import PeriodicService
 
 from .broker_host import BrokerHost
 from .clients import Clients
-from .offset_skip import OffsetPersistSkipping
 from .clock import SimClock
 from .faults import FaultPlan, SimFaults
 from .history import History
 from .history_recorder import HistoryRecorder
 from .network import NetworkService
+from .offset_skip import OffsetPersistSkipping
 from .random_streams import RandomStreams
 from .scheduler import Scheduler
 
