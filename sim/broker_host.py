@@ -43,6 +43,8 @@ class BrokerHost:
         broker.initialize()
         if not world.faithful_polling:
             broker.schedule_message_service.idle_skip = True
+            # not when ties are shuffled: existing seeds keep their histories (turns there follow the draws)
+            broker.schedule_message_service.exact_turns = not world.shuffle_ties
             if timer is not None:
                 timer.idle_skip = True
                 timer.dormancy = not world.shuffle_ties  # dormancy relies on the timer services' fixed order

@@ -75,10 +75,10 @@ class OffsetPersistSkipping:
     def settle(self) -> None:
         """Move each skipping persist over its rounds up to now (those whose turn at now came too)."""
         now = self.world.now_mono()
-        rank = self.world.scheduler._rank
+        turn_passed = self.world.scheduler.turn_passed
         for entry in self.entries.values():
             if entry.skipping:
-                entry.service.catch_up(now, rank is not None and entry.rank < rank)
+                entry.service.catch_up(now, turn_passed(entry.rank))
 
     def _owe(self, entry: _Entry, rounds: int) -> None:
         broker = self.world.brokers.broker

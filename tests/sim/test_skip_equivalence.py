@@ -20,7 +20,7 @@ from sim.run import run_scenario
 TIMER_FILES = ("config/timercheck", "timerwheel", "timerlog/")
 # The offset files' 5.x dataVersion counts the commits that skipping leaves out. Their page-cache bytes only: a
 # skipping run without a planned power failure leaves the kernel's writeback out, so the platter may lag.
-OFFSET_FILES = ("config/consumerOffset.json",)
+OFFSET_FILES = ("config/consumerOffset.json", "config/delayOffset.json")
 
 FAULT_HEAVY = """
 name = "fault-heavy"
