@@ -26,16 +26,17 @@ class SharedRun:
     history: History
 
 
-def builtin_run(name: str, seed: int | None = None) -> SharedRun:
-    """The built-in ``name`` at ``seed`` (its own seed if None), checked against every invariant."""
-    return _builtin_run(name, load_builtin(name).seed if seed is None else seed)
+def builtin_run(name: str, seed: int | None = None, shuffle_ties: bool = False) -> SharedRun:
+    """The built-in ``name`` at ``seed`` (its own seed if None), ties shuffled if asked, checked against every
+    invariant."""
+    return _builtin_run(name, load_builtin(name).seed if seed is None else seed, shuffle_ties)
 
 
 @cache
-def _builtin_run(name: str, seed: int) -> SharedRun:
+def _builtin_run(name: str, seed: int, shuffle_ties: bool) -> SharedRun:
     strict, sim.history.STRICT = sim.history.STRICT, True
     try:
-        result = run_scenario(load_builtin(name), seed)
+        result = run_scenario(load_builtin(name), seed, shuffle_ties=shuffle_ties)
     finally:
         sim.history.STRICT = strict
     return SharedRun(result.summary, result.history)
