@@ -43,7 +43,11 @@ def _builtin_run(name: str, seed: int, shuffle_ties: bool) -> SharedRun:
 
 
 # Built-ins whose run is long (seconds even alone): the modules that run every built-in run these in the slow tier.
-LONG_BUILTINS = frozenset({"dozens-of-process-crashes"})
+# The three timer and level-load ones besides dozens-of-process-crashes keep representatives in the default tier:
+# timer-wheel-basic, timer-power-failure, timer-put-failures and timer-store-rollback (the timer wheel, its
+# recovery and its put retries), one-message-per-level and delayed-burst-then-crash (every level, a burst).
+LONG_BUILTINS = frozenset({"dozens-of-process-crashes", "timer-wheel-crash", "all-levels-under-load",
+                           "timer-restart-during-put-retry"})
 
 
 def builtin_params(names) -> list:
