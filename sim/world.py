@@ -27,7 +27,7 @@ from .faults import FaultPlan, SimFaults
 from .history import History
 from .history_recorder import HistoryRecorder
 from .network import NetworkService
-from .offset_skip import OffsetPersistSkipping
+from .client_skips import ClientSkips
 from .random_streams import RandomStreams
 from .scheduler import Scheduler
 
@@ -84,8 +84,9 @@ class World:
         self.faults = SimFaults(self.recorder, scenario.faults, self.rngs.stream("faults"))
         self.recorder.faults = self.faults
         self.clients = Clients(self)
-        # Consumers' offset persists that would only re-send the broker's own offsets (sim/offset_skip.py).
-        self.offset_skip = OffsetPersistSkipping(self) if not (faithful_polling or shuffle_ties) else None
+        # Consumers' rounds that change nothing: offset persists re-sending the broker's own offsets, heartbeats of a
+        # registered client (sim/client_skips.py).
+        self.client_skips = ClientSkips(self) if not (faithful_polling or shuffle_ties) else None
         self.network_service = NetworkService()
         self.start_mono_ms = 0
         self.traffic_end_mono_ms = scenario.duration_ms

@@ -158,6 +158,7 @@ class DefaultMQPushConsumer:
         self.consume_later_service = DelayedTaskService("consume-message-scheduled")
         self.rebalance_service: RebalanceService | None = None
         self.offset_persist_service: PeriodicService | None = None
+        self.heartbeat_service: PeriodicService | None = None
         self._services: list = []
 
     # --- configuration -----------------------------------------------------------------------------------
@@ -211,6 +212,8 @@ class DefaultMQPushConsumer:
         self.offset_persist_service = PeriodicService(
             "persist-consumer-offset", self._timed(self.persist_consumer_offset),
             PERSIST_CONSUMER_OFFSET_INTERVAL_MS, PERSIST_CONSUMER_OFFSET_FIRST_DELAY_MS, mono_ms)
+        self.heartbeat_service = PeriodicService("heartbeat", self._timed(self.send_heartbeat),
+                                                 HEARTBEAT_BROKER_INTERVAL_MS, HEARTBEAT_FIRST_DELAY_MS, mono_ms)
         self._services = [
             self.rebalance_service,
             self.offset_persist_service,
@@ -218,8 +221,7 @@ class DefaultMQPushConsumer:
             self.consume_later_service,
             PeriodicService("clean-expire-msg", self._timed(self.consume_message_service.clean_expire_msg),
                             self.consume_timeout_min * 60_000, self.consume_timeout_min * 60_000, mono_ms),
-            PeriodicService("heartbeat", self._timed(self.send_heartbeat), HEARTBEAT_BROKER_INTERVAL_MS,
-                            HEARTBEAT_FIRST_DELAY_MS, mono_ms),
+            self.heartbeat_service,
         ]
         self.service_state = RUNNING
         self.send_heartbeat()

@@ -2,7 +2,7 @@
 
 A skipping run (the default) sleeps through idle polls, flush rounds that would change nothing, a dormant
 timer's clockwork (store/timer/dormancy.py), consumers' offset persists that re-send what the broker holds
-(sim/offset_skip.py) and, without a planned power failure, the kernel's writeback; a faithful run
+(sim/client_skips.py) and, without a planned power failure, the kernel's writeback; a faithful run
 (``faithful_polling``) steps every poll and round. Both must record the same history, byte for byte, and leave
 the timer's files (checkpoint, wheel, timer log) and consumerOffset.json (its 5.x dataVersion counts commits)
 identical whenever a crash, a shutdown or the end of the run can see them.

@@ -1,4 +1,10 @@
-"""Skipping a consumer's 5 s offset persist while it only re-sends what the broker holds.
+"""Skipping consumers' periodic rounds that change nothing: the 30 s heartbeat of a client the broker has
+registered, and the 5 s offset persist while it only re-sends what the broker holds.
+
+A heartbeat registers the client, its topics and (for a known group) its retry topic; once all of them are in
+the broker's tables nothing takes them out but the broker's death or the client's own, so a round changes
+nothing while the broker that registered it is up. A crash or stop of the broker re-asks every consumer: its
+rounds then fail (and log) for real.
 
 ``persistAll`` sends every owned queue's offset one-way every 5 s, for the whole run. When each offset it
 would send is the one the broker's table already holds, a round changes no table, writes no file and logs
@@ -35,13 +41,18 @@ class _Entry:
         self.skipping = False
 
 
-class OffsetPersistSkipping:
+class ClientSkips:
     def __init__(self, world) -> None:
         self.world = world
         self.entries: dict[str, _Entry] = {}
 
     # --- wiring ------------------------------------------------------------------------------------------
-    def add(self, owner: str, consumer, service, rank: int) -> None:
+    def add(self, owner: str, consumer, rank: int) -> None:
+        """``owner``: the consumer's timed owner; ``rank``: its offset persist's rank."""
+        heartbeat = consumer.heartbeat_service
+        heartbeat.idle_skip = True
+        heartbeat.idle = lambda: self._registered(consumer)
+        service = consumer.offset_persist_service
         entry = _Entry(owner, consumer, service, rank)
         self.entries[owner] = entry
         service.idle_skip = True
@@ -60,6 +71,22 @@ class OffsetPersistSkipping:
     def broker_leaving(self) -> None:
         """The broker goes down: the skipped rounds' commits reached it; from now on each round fails (and logs)."""
         self.changed()
+        for owner in self.entries:
+            self.world.scheduler.touch(owner)  # the heartbeats too
+
+    # --- heartbeats -------------------------------------------------------------------------------------------
+    def _registered(self, consumer) -> bool:
+        """A heartbeat would change nothing: the broker is up and holds the client, its topics and its group's
+        retry topic (never the auto-creating lookup: asking must not create the group)."""
+        broker = self.world.brokers.broker
+        if broker is None or consumer.service_state != RUNNING:
+            return False
+        group = consumer.consumer_group
+        info = broker.consumer_manager.groups.get(group)
+        return (info is not None and consumer.client_id in info.client_ids
+                and info.topics.issuperset(consumer.rebalance_impl.subscription_inner)
+                and broker.subscription_group_manager.contains_subscription_group(group)
+                and broker.topic_config_manager.contains_topic(consumer.retry_topic))
 
     # --- paying and re-asking ------------------------------------------------------------------------------
     def changed(self) -> None:

@@ -1,12 +1,13 @@
-"""Skipped consumer offset persists (sim/offset_skip.py): the same history and consumerOffset.json as sending
-every 5 s, and each of the skip's two conditions shown necessary by planting its absence."""
+"""Skipped consumer rounds (sim/client_skips.py): the same history and offset files as sending every offset
+persist and heartbeat, and each skip's conditions shown necessary by planting their absence."""
 
 from __future__ import annotations
 
 import pytest
 
 from scenarios.scenario import load_scenario_text
-from sim.offset_skip import OffsetPersistSkipping
+from sim.broker_host import BrokerHost
+from sim.client_skips import ClientSkips
 from sim.run import run_scenario
 from store.client.push_consumer import DefaultMQPushConsumer
 from store.consumer_offset import ConsumerOffsetManager
@@ -51,19 +52,20 @@ def test_skipped_persists_give_the_history_and_files_of_sending_them(monkeypatch
     assert manager.data_version.counter >= 1  # a version step fell while the consumers were idle
 
 
-def test_most_persist_rounds_are_skipped(monkeypatch):
+@pytest.mark.parametrize(("method", "least"), [("persist_consumer_offset", 100), ("send_heartbeat", 20)])
+def test_most_rounds_are_skipped(method, least, monkeypatch):
     rounds = {False: 0, True: 0}
-    persist = DefaultMQPushConsumer.persist_consumer_offset
+    original = getattr(DefaultMQPushConsumer, method)
     faithful = False
 
     def counted(consumer):
         rounds[faithful] += 1
-        persist(consumer)
+        original(consumer)
 
-    monkeypatch.setattr(DefaultMQPushConsumer, "persist_consumer_offset", counted)
+    monkeypatch.setattr(DefaultMQPushConsumer, method, counted)
     for faithful in (False, True):
         run_scenario(_scenario(), faithful_polling=faithful)
-    assert rounds[True] > 100  # two consumers, every 5 s for about 6 minutes
+    assert rounds[True] > least  # two consumers, every 5 s (30 s) for about 6 minutes
     assert rounds[False] * 3 < rounds[True]
 
 
@@ -74,10 +76,10 @@ def _plant(monkeypatch, what: str) -> None:
             if self.world.brokers.broker is None or consumer.service_state != "RUNNING":
                 return None
             return len(consumer.offset_store.offset_table)
-        monkeypatch.setattr(OffsetPersistSkipping, "_commits_per_round", commits_per_round)
+        monkeypatch.setattr(ClientSkips, "_commits_per_round", commits_per_round)
     else:  # no_version_bound: skip past the version step, the counter moved without it
-        idle_until = OffsetPersistSkipping._idle_until
-        monkeypatch.setattr(OffsetPersistSkipping, "_idle_until",
+        idle_until = ClientSkips._idle_until
+        monkeypatch.setattr(ClientSkips, "_idle_until",
                             lambda self, entry: None if idle_until(self, entry) is None else IDLE_FOREVER)
         monkeypatch.setattr(ConsumerOffsetManager, "account_skipped_commits",
                             lambda self, count: setattr(self, "_version_change_counter",
@@ -94,3 +96,28 @@ def test_a_skip_without_its_condition_changes_the_offset_file(what):
     finally:
         seen.undo()
         plant.undo()
+
+
+def test_a_heartbeat_is_skipped_only_while_the_broker_up_holds_the_client(monkeypatch):
+    """Right after a restart the broker holds no client: each consumer's next heartbeat must run (a broker that
+    forgot the client answers its rebalances "no consumer for this group"); after a heartbeat it is held."""
+    seen, after_heartbeat = [], []
+    restart, heartbeat = BrokerHost.restart, DefaultMQPushConsumer.send_heartbeat
+    world = None
+
+    def restarted(host):
+        nonlocal world
+        world = host.world
+        restart(host)
+        seen.append([world.client_skips._registered(c) for c, _ in world.clients.consumers.values()])
+
+    def beat(consumer):
+        heartbeat(consumer)
+        if world is not None and world.brokers.broker is not None:
+            after_heartbeat.append(world.client_skips._registered(consumer))
+
+    monkeypatch.setattr(BrokerHost, "restart", restarted)
+    monkeypatch.setattr(DefaultMQPushConsumer, "send_heartbeat", beat)
+    run_scenario(_scenario())
+    assert seen == [[False, False]]
+    assert after_heartbeat and all(after_heartbeat)
