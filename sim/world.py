@@ -21,13 +21,13 @@ from store.probes import ProbeCollector
 from store.service import PeriodicService
 
 from .broker_host import BrokerHost
+from .client_skips import ClientSkips
 from .clients import Clients
 from .clock import SimClock
 from .faults import FaultPlan, SimFaults
 from .history import History
 from .history_recorder import HistoryRecorder
 from .network import NetworkService
-from .client_skips import ClientSkips
 from .random_streams import RandomStreams
 from .scheduler import Scheduler
 
