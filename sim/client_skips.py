@@ -25,12 +25,14 @@ would change the tie draws).
 from __future__ import annotations
 
 from store.client.offset_store import RemoteBrokerOffsetStore
+from store.client.process_queue import PULL_MAX_IDLE_TIME_MS
 from store.client.push_consumer import RUNNING
+from store.client.rebalance import CLUSTERING
 from store.service import IDLE_FOREVER
 
 
 class _Entry:
-    __slots__ = ("owner", "consumer", "service", "rank", "commits_per_round", "skipping")
+    __slots__ = ("owner", "consumer", "service", "rank", "commits_per_round", "skipping", "rebalance_idle")
 
     def __init__(self, owner: str, consumer, service, rank: int) -> None:
         self.owner = owner  # the consumer's timed owner
@@ -39,6 +41,7 @@ class _Entry:
         self.rank = rank
         self.commits_per_round = 0  # what each skipped round owes the counter (fixed while it skips)
         self.skipping = False
+        self.rebalance_idle = False  # its rebalance rounds are skipped (a process queue removed re-asks it)
 
 
 class ClientSkips:
@@ -55,6 +58,7 @@ class ClientSkips:
         service = consumer.offset_persist_service
         entry = _Entry(owner, consumer, service, rank)
         self.entries[owner] = entry
+        consumer.rebalance_service.skip_idle_rounds(lambda: self._rebalance_idle_until(entry))
         service.idle_skip = True
         service.idle_until = lambda: self._idle_until(entry)
         service.on_skipped = lambda rounds: self._owe(entry, rounds)
@@ -67,12 +71,16 @@ class ClientSkips:
 
     def attach_broker(self, broker) -> None:
         broker.consumer_offset_manager.before_commit = self.changed
+        broker.topic_config_manager.changed_listeners.append(self.touch_all)  # routes: rebalances re-asked
+
+    def touch_all(self) -> None:
+        for owner in self.entries:
+            self.world.scheduler.touch(owner)
 
     def broker_leaving(self) -> None:
         """The broker goes down: the skipped rounds' commits reached it; from now on each round fails (and logs)."""
         self.changed()
-        for owner in self.entries:
-            self.world.scheduler.touch(owner)  # the heartbeats too
+        self.touch_all()  # the heartbeats and rebalances too
 
     # --- heartbeats -------------------------------------------------------------------------------------------
     def _registered(self, consumer) -> bool:
@@ -91,12 +99,12 @@ class ClientSkips:
     # --- paying and re-asking ------------------------------------------------------------------------------
     def changed(self) -> None:
         """Something a round's sends depend on changes now: pay what the skipped rounds owe, then re-ask."""
-        if not any(entry.skipping for entry in self.entries.values()):
+        if not any(entry.skipping or entry.rebalance_idle for entry in self.entries.values()):
             return
         self.settle()
         touch = self.world.scheduler.touch
         for entry in self.entries.values():
-            if entry.skipping:
+            if entry.skipping or entry.rebalance_idle:
                 touch(entry.owner)
 
     def settle(self) -> None:
@@ -111,6 +119,41 @@ class ClientSkips:
         broker = self.world.brokers.broker
         if broker is not None and entry.commits_per_round:
             broker.consumer_offset_manager.account_skipped_commits(rounds * entry.commits_per_round)
+
+    # --- rebalances ------------------------------------------------------------------------------------------
+    def _rebalance_idle_until(self, entry: _Entry) -> int | None:
+        """A rebalance round changes nothing while the broker is up and gives every subscribed topic the route the
+        client knows and an allocation equal to the queues it holds, and until a held queue's last pull is older
+        than pullMaxIdleTime (120 s of the wall clock: a clock step re-asks). None: the next round may act."""
+        entry.rebalance_idle = False
+        consumer = entry.consumer
+        broker = self.world.brokers.broker
+        impl = consumer.rebalance_impl
+        if broker is None or consumer.service_state != RUNNING or impl.message_model != CLUSTERING:
+            return None
+        ids = broker.consumer_manager.get_consumer_id_list(consumer.consumer_group)
+        if not ids:
+            return None
+        held = impl.process_queue_table
+        for topic in impl.subscription_inner:
+            config = broker.topic_config_manager.select_topic_config(topic)
+            known = impl.topic_subscribe_info_table.get(topic)
+            if config is None or known is None or len(known) != config.read_queue_nums:
+                return None
+            try:
+                allocated = set(impl.allocate(consumer.consumer_group, consumer.client_id, known, ids))
+            except ValueError:
+                return None
+            if allocated != {mq for mq in held if mq.topic == topic}:
+                return None
+        if any(mq.topic not in impl.subscription_inner for mq in held):
+            return None
+        entry.rebalance_idle = True
+        if not held:
+            return IDLE_FOREVER
+        stalled_wall_ms = min(pq.last_pull_timestamp_ms for pq in held.values()) + PULL_MAX_IDLE_TIME_MS + 1
+        clock = self.world.clock
+        return self.world.now_mono() + max(0, stalled_wall_ms - clock.now_ms())
 
     # --- the bound ----------------------------------------------------------------------------------------------
     def _commits_per_round(self, entry: _Entry) -> int | None:

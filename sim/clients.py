@@ -75,9 +75,9 @@ class Clients:
         # answer or a consume result does not move their wake-ups, while their steps may feed the pull service.
         ranked = [(svc, rank + i) for i, svc in enumerate([*consumer.services, executor])]
         timed = [(svc, r) for svc, r in ranked if isinstance(svc, (PeriodicService, RebalanceService))]
-        world.scheduler.add_ranked(owner + TIMED_SUFFIX, timed)
-        if world.client_skips is not None:
+        if world.client_skips is not None:  # before the scheduler looks at the services
             world.client_skips.add(owner + TIMED_SUFFIX, consumer, dict(timed)[consumer.offset_persist_service])
+        world.scheduler.add_ranked(owner + TIMED_SUFFIX, timed)
         world.scheduler.links[owner + TIMED_SUFFIX] = owner
         world.scheduler.add_ranked(owner, [(svc, r) for svc, r in ranked if (svc, r) not in timed])
 

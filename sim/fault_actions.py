@@ -170,6 +170,8 @@ def _step_clock(world, action: StepClock) -> None:
     world.clock.step(action.by_ms)
     world.recorder.record("fault", site="clock", action="step", by_ms=action.by_ms, broker_ms=world.clock.now_ms())
     world.brokers.touch_all()
+    if world.client_skips is not None:
+        world.client_skips.touch_all()  # rebalances: a process queue's pull age is wall-clock time
 
 
 HANDLERS: dict[type, Callable] = {

@@ -24,6 +24,21 @@ class Service(Protocol):
 IDLE_FOREVER = -1  # ``idle_until``: every round ahead is a no-op
 
 
+def rounds_before(next_ms: int, interval_ms: int, limit_ms: int) -> int:
+    """How many rounds of the grid from ``next_ms`` fall before ``limit_ms``."""
+    return -(-(limit_ms - next_ms) // interval_ms) if next_ms < limit_ms else 0
+
+
+def first_round_from(next_ms: int, interval_ms: int, until_ms: int | None) -> int | None:
+    """The round to wake for when the rounds before ``until_ms`` are no-ops (None: none is to come;
+    ``until_ms`` None: not idle, the next round)."""
+    if until_ms == IDLE_FOREVER:
+        return None
+    if until_ms is None:
+        return next_ms
+    return next_ms + rounds_before(next_ms, interval_ms, until_ms) * interval_ms
+
+
 class PeriodicService:
     """Runs ``task(mono_ms)`` every ``interval_ms`` after a first delay (a ScheduledExecutor task)."""
 
@@ -52,9 +67,8 @@ class PeriodicService:
         """Rounds before ``mono_ms`` (and at it, once its turn passed) were skipped as no-ops: move the grid."""
         if not self.idle_skip:
             return
-        limit = mono_ms + 1 if turn_passed else mono_ms
-        if self._next_ms < limit:
-            rounds = -(-(limit - self._next_ms) // self.interval_ms)
+        rounds = rounds_before(self._next_ms, self.interval_ms, mono_ms + 1 if turn_passed else mono_ms)
+        if rounds:
             self._next_ms += rounds * self.interval_ms
             if self.on_skipped is not None:
                 self.on_skipped(rounds)
@@ -64,11 +78,7 @@ class PeriodicService:
             if self.idle is not None and self.idle():
                 return None
             if self.idle_until is not None:
-                until = self.idle_until()
-                if until == IDLE_FOREVER:
-                    return None
-                if until is not None and until > self._next_ms:
-                    return self._next_ms + -(-(until - self._next_ms) // self.interval_ms) * self.interval_ms
+                return first_round_from(self._next_ms, self.interval_ms, self.idle_until())
         return self._next_ms
 
     def step(self, mono_ms: int) -> None:

@@ -168,6 +168,7 @@ class TopicConfigManager(ConfigManager):
             raise ValueError(f"json_shape must be '4.x' or '5.x', not {json_shape!r}")
         self.clock = clock
         self.json_shape = json_shape
+        self.changed_listeners: list[Callable[[], None]] = []  # told after every create/update/delete
         self.broker_cluster_name = broker_cluster_name
         self.broker_name = broker_name
         self.auto_create_topic_enable = auto_create_topic_enable
@@ -216,6 +217,8 @@ class TopicConfigManager(ConfigManager):
         """Every create/update/delete: a new data version, then a synchronous persist."""
         self.data_version.next_version(self.clock, 0)
         self.persist()
+        for listener in self.changed_listeners:
+            listener()
 
     # --- look-ups and changes --------------------------------------------------------------
     def select_topic_config(self, topic: str) -> TopicConfig | None:

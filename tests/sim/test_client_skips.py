@@ -10,6 +10,7 @@ from sim.broker_host import BrokerHost
 from sim.client_skips import ClientSkips
 from sim.run import run_scenario
 from store.client.push_consumer import DefaultMQPushConsumer
+from store.client.rebalance import RebalancePushImpl
 from store.consumer_offset import ConsumerOffsetManager
 from store.service import IDLE_FOREVER
 
@@ -52,7 +53,8 @@ def test_skipped_persists_give_the_history_and_files_of_sending_them(monkeypatch
     assert manager.data_version.counter >= 1  # a version step fell while the consumers were idle
 
 
-@pytest.mark.parametrize(("method", "least"), [("persist_consumer_offset", 100), ("send_heartbeat", 20)])
+@pytest.mark.parametrize(("method", "least"), [("persist_consumer_offset", 100), ("send_heartbeat", 20),
+                                               ("do_rebalance", 30)])
 def test_most_rounds_are_skipped(method, least, monkeypatch):
     rounds = {False: 0, True: 0}
     original = getattr(DefaultMQPushConsumer, method)
@@ -65,7 +67,7 @@ def test_most_rounds_are_skipped(method, least, monkeypatch):
     monkeypatch.setattr(DefaultMQPushConsumer, method, counted)
     for faithful in (False, True):
         run_scenario(_scenario(), faithful_polling=faithful)
-    assert rounds[True] > least  # two consumers, every 5 s (30 s) for about 6 minutes
+    assert rounds[True] > least  # two consumers, every 5 s (30 s, 20 s) for about 6 minutes
     assert rounds[False] * 3 < rounds[True]
 
 
@@ -121,3 +123,49 @@ def test_a_heartbeat_is_skipped_only_while_the_broker_up_holds_the_client(monkey
     run_scenario(_scenario())
     assert seen == [[False, False]]
     assert after_heartbeat and all(after_heartbeat)
+
+
+def _lose_one_pull_request(monkeypatch) -> list:
+    """The first pull request of queue T:3 after 60 s is lost (never executed): its process queue's last pull ages
+    until a rebalance, 120 s later, drops it ("because pull is pause") and adds it again. Returns the list the
+    drops are noted in: (mono ms, queue)."""
+    pull, drop = DefaultMQPushConsumer.pull_message, RebalancePushImpl.remove_unnecessary_message_queue
+    lost, dropped = [], []
+
+    def pull_or_lose(consumer, request):
+        mq = request.message_queue
+        if not lost and mq.topic == "T" and mq.queue_id == 3 and consumer.clock.monotonic_ms() > 60_000:
+            lost.append(request)
+            return
+        pull(consumer, request)
+
+    def noted_drop(impl, mq, pq):
+        dropped.append((impl.clock.monotonic_ms(), mq.queue_id))
+        return drop(impl, mq, pq)
+
+    monkeypatch.setattr(DefaultMQPushConsumer, "pull_message", pull_or_lose)
+    monkeypatch.setattr(RebalancePushImpl, "remove_unnecessary_message_queue", noted_drop)
+    return dropped
+
+
+def test_a_stalled_queue_is_rebuilt_when_polling_would_rebuild_it(monkeypatch):
+    dropped_skipping = _lose_one_pull_request(monkeypatch)
+    skipping = run_scenario(_scenario())
+    monkeypatch.undo()
+    dropped_faithful = _lose_one_pull_request(monkeypatch)
+    faithful = run_scenario(_scenario(), faithful_polling=True)
+    assert any(queue_id == 3 and at > 150_000 for at, queue_id in dropped_faithful)
+    assert dropped_skipping == dropped_faithful
+    assert skipping.history.to_jsonl() == faithful.history.to_jsonl()
+
+
+def test_without_the_stall_bound_a_stalled_queue_is_rebuilt_late(monkeypatch):
+    idle_until = ClientSkips._rebalance_idle_until
+    monkeypatch.setattr(ClientSkips, "_rebalance_idle_until",
+                        lambda self, entry: None if idle_until(self, entry) is None else IDLE_FOREVER)
+    dropped_skipping = _lose_one_pull_request(monkeypatch)
+    run_scenario(_scenario())
+    monkeypatch.undo()
+    dropped_faithful = _lose_one_pull_request(monkeypatch)
+    run_scenario(_scenario(), faithful_polling=True)
+    assert dropped_skipping != dropped_faithful
