@@ -32,7 +32,7 @@ from store.service import IDLE_FOREVER
 
 
 class _Entry:
-    __slots__ = ("owner", "consumer", "service", "rank", "commits_per_round", "skipping", "rebalance_idle")
+    __slots__ = ("owner", "consumer", "service", "rank", "commits_per_round", "skipping", "rebalance_idle", "held")
 
     def __init__(self, owner: str, consumer, service, rank: int) -> None:
         self.owner = owner  # the consumer's timed owner
@@ -42,6 +42,7 @@ class _Entry:
         self.commits_per_round = 0  # what each skipped round owes the counter (fixed while it skips)
         self.skipping = False
         self.rebalance_idle = False  # its rebalance rounds are skipped (a process queue removed re-asks it)
+        self.held = 0  # the process queues it held then
 
 
 class ClientSkips:
@@ -99,12 +100,14 @@ class ClientSkips:
     # --- paying and re-asking ------------------------------------------------------------------------------
     def changed(self) -> None:
         """Something a round's sends depend on changes now: pay what the skipped rounds owe, then re-ask."""
-        if not any(entry.skipping or entry.rebalance_idle for entry in self.entries.values()):
-            return
-        self.settle()
+        entries = self.entries.values()
+        if any(entry.skipping for entry in entries):
+            self.settle()
         touch = self.world.scheduler.touch
-        for entry in self.entries.values():
-            if entry.skipping or entry.rebalance_idle:
+        for entry in entries:
+            # an idle rebalance cares about a removed process queue, not about offsets
+            if entry.skipping or (entry.rebalance_idle
+                                  and len(entry.consumer.rebalance_impl.process_queue_table) != entry.held):
                 touch(entry.owner)
 
     def settle(self) -> None:
@@ -148,7 +151,7 @@ class ClientSkips:
                 return None
         if any(mq.topic not in impl.subscription_inner for mq in held):
             return None
-        entry.rebalance_idle = True
+        entry.rebalance_idle, entry.held = True, len(held)
         if not held:
             return IDLE_FOREVER
         stalled_wall_ms = min(pq.last_pull_timestamp_ms for pq in held.values()) + PULL_MAX_IDLE_TIME_MS + 1

@@ -233,7 +233,10 @@ class ScheduleMessageService(ConfigManager):
                 continue
             # never the poll that finds the head due: that one is a real step (under shuffled ties it may come after
             # the settling service within this millisecond)
-            limit = min(now + 1 if level < polled_below_level else now, task.due_poll_ms())
+            limit = now + 1 if level < polled_below_level else now
+            if task.at_mono_ms >= limit:
+                continue
+            limit = min(limit, task.due_poll_ms())
             if task.at_mono_ms < limit:
                 count = -(-(limit - task.at_mono_ms) // DELAY_FOR_A_WHILE_MS)
                 polls.append((task.at_mono_ms, count))
