@@ -329,6 +329,7 @@ class DeliverDelayedMessageTimerTask:
         self._now_mono = at_mono_ms
         self.idle: tuple | None = None  # ("data",) or ("due", tags_code): what the last poll waited for
         self.dead = False  # mutant error_ends_level_task: an Error ended this level's self-rescheduling chain
+        self._due_poll: tuple | None = None  # (idle state, wall - mono offset, due poll): due_poll_ms's last answer
         if svc.idle_skip and svc.exact_turns:  # a driver asks catch_up(now, turn_passed) before next_wakeup_ms
             self.catch_up = self._catch_up_data_idle
 
@@ -350,11 +351,19 @@ class DeliverDelayedMessageTimerTask:
         return self._poll_at_or_after(target)
 
     def due_poll_ms(self) -> int:
-        """Idle on a not-due head: the first poll that finds it due (a real step, never a skipped poll)."""
+        """Idle on a not-due head: the first poll that finds it due (a real step, never a skipped poll). The same
+        until the idle state or the wall clock's offset from the monotonic one changes, unless the deliver time was
+        corrected (a clock stepped back): then it moves with the clock."""
         svc = self.svc
-        now_wall = svc.clock.now_ms()
+        now_wall, now_mono = svc.clock.now_ms(), svc.clock.monotonic_ms()
+        cached = self._due_poll
+        if cached is not None and cached[0] is self.idle and cached[1] == now_wall - now_mono:
+            return cached[2]
         deliver_ms = svc.correct_deliver_timestamp(now_wall, self.idle[1], self.level)
-        return self._poll_at_or_after(svc.clock.monotonic_ms() + max(0, deliver_ms - now_wall))
+        due_poll = self._poll_at_or_after(now_mono + max(0, deliver_ms - now_wall))
+        if deliver_ms == self.idle[1]:
+            self._due_poll = (self.idle, now_wall - now_mono, due_poll)
+        return due_poll
 
     def _poll_at_or_after(self, target: int) -> int:
         if target <= self.at_mono_ms:
