@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from . import por as _por
+from . import retire as _retire
 from .liveness import (
     cycle_through,
     fair_components,
@@ -151,6 +152,8 @@ class StateGraph:
         self.collapse_ticks = False  # the clock jumped to the next due instant (spec.collapsible_ticks)
         self.por = False  # partial-order reduction: only a stubborn subset of successors expanded (model/por.py)
         self.por_pruned = 0  # successors that partial-order reduction left out
+        self.retire = False  # persisted offsets forgotten once no crash can come (model/retire.py)
+        self.compact = False  # and the processed prefixes of the queues dropped (model/retire.py)
 
     def __len__(self) -> int:
         return len(self.parent)
@@ -275,6 +278,7 @@ class CheckResult:
                 "nontrivial_sccs": self.nontrivial_sccs, "fair_sccs": self.fair_sccs,
                 "symmetry": self.symmetry, "fairness": self.fairness, "acyclic": self.graph.acyclic,
                 "por": self.graph.por, "por_pruned": self.graph.por_pruned,
+                "retire": self.graph.retire, "compact": self.graph.compact,
                 "stop": self.stop}
 
     def verdict(self) -> str:
@@ -310,6 +314,8 @@ def check(
     store_edges: bool | None = None,
     collapse_ticks: bool = True,
     por: bool = False,
+    retire: bool = True,
+    compact: bool = True,
 ) -> CheckResult:
     """Explore every state reachable from the initial one; stop at the first violation or a limit.
 
@@ -325,12 +331,15 @@ def check(
     ``collapse_ticks``: on such an acyclic search, let time jump to the next due instant (see
     ``spec.collapsible_ticks``); a trace then shows ``tick ticks=N``.
     ``por``: on such an acyclic search, expand a stubborn subset of each state's successors (model/por.py).
+    ``retire``: on such an acyclic search, forget the persisted offsets once no crash can come; ``compact``:
+    also drop the queues' processed prefixes then (model/retire.py; ``compact`` implies ``retire``).
     """
     cfg.validate()
     options = dict(symmetry=symmetry, fairness=fairness, max_states=max_states, memory_mb=memory_mb,
                    max_seconds=max_seconds, progress=progress, invariants=invariants,
                    explore_after_violation=explore_after_violation, keep_states=keep_states,
-                   keep_states_until=keep_states_until, collapse_ticks=collapse_ticks, por=por)
+                   keep_states_until=keep_states_until, collapse_ticks=collapse_ticks, por=por,
+                   retire=retire, compact=compact)
     if store_edges is None:
         store_edges = keep_states or cfg.put_failures is None
     # States are tuples of ints and bools: the search makes no reference cycles, and the cyclic collector's
@@ -349,6 +358,17 @@ def check(
             gc.enable()
 
 
+def _then(first: Callable[[State], State], second: Callable[[State], State]) -> Callable[[State], State]:
+    """``second`` after ``first`` (the symmetry form after retire's representative: renaming last)."""
+    if second is identity:
+        return first
+
+    def both(s: State) -> State:
+        return second(first(s))
+
+    return both
+
+
 class _RankDidNotDrop(Exception):
     """An edge that does not lower spec.progress_rank: the graph may have cycles, so edges are needed."""
 
@@ -357,7 +377,7 @@ def _explore(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_states: in
              max_seconds: float | None, progress: Callable[[int, int, int], None] | None,
              invariants: Callable[[State, ModelConfig], tuple[str, str] | None], explore_after_violation: int,
              keep_states: bool, keep_states_until: int | None, store_edges: bool,
-             collapse_ticks: bool, por: bool) -> CheckResult:
+             collapse_ticks: bool, por: bool, retire: bool, compact: bool) -> CheckResult:
     canon = canonical if symmetry and renamings_can_meet(cfg.send_levels) else identity
     g = StateGraph(keep_states)
     g.acyclic = not store_edges
@@ -365,6 +385,11 @@ def _explore(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_states: in
     g.collapse_ticks = collapse = not store_edges and collapse_ticks and collapsible_ticks(cfg)
     # Partial-order reduction relies on the acyclic graph for its cycle proviso (model/por.py).
     g.por = reduce = not store_edges and por and _por.applicable(cfg)
+    # Forgetting what only a crash reads keeps safety and terminal states: only on a graph proven acyclic.
+    representative = _retire.reducer(cfg, retire, compact) if not store_edges else None
+    if representative is not None:
+        g.retire, g.compact = True, compact
+        canon = _then(representative, canon)
     pruned = 0
     result = CheckResult(cfg, symmetry, fairness, g, canon=canon)
     start = time.perf_counter()  # wall-clock ok: statistics and the time limit only
@@ -586,5 +611,6 @@ def format_stats(result: CheckResult) -> str:
             f"peak {st['peak_rss_mb']:.0f} MiB; symmetry {'on' if result.symmetry else 'off'}"
             f"{', ticks collapsed' if result.graph.collapse_ticks else ''}"
             f"{', acyclic (no edges kept)' if result.graph.acyclic else ''}"
-            f"{', partial-order reduction on' if result.graph.por else ''}")
+            f"{', partial-order reduction on' if result.graph.por else ''}"
+            f"{', queues compacted' if result.graph.compact else ', persisted offsets retired' if result.graph.retire else ''}")
     return head + "\n" + body
