@@ -238,6 +238,7 @@ class CheckResult:
     fair_sccs: int = 0
     store_mb: float = 0.0  # fingerprint table + graph columns + packed frontier, at its largest
     canon: Callable[[State], State] = field(default=identity, repr=False)  # the canonical form the graph holds
+    renaming: Callable[[State], State] = field(default=identity, repr=False)  # its symmetry part (canonical or not)
 
     @property
     def states(self) -> int:
@@ -378,7 +379,7 @@ def _explore(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_states: in
              invariants: Callable[[State, ModelConfig], tuple[str, str] | None], explore_after_violation: int,
              keep_states: bool, keep_states_until: int | None, store_edges: bool,
              collapse_ticks: bool, por: bool, retire: bool, compact: bool) -> CheckResult:
-    canon = canonical if symmetry and renamings_can_meet(cfg.send_levels) else identity
+    canon = renaming = canonical if symmetry and renamings_can_meet(cfg.send_levels) else identity
     g = StateGraph(keep_states)
     g.acyclic = not store_edges
     # Tick collapsing keeps safety and terminal states, not fair cycles: only on a graph proven acyclic.
@@ -391,7 +392,7 @@ def _explore(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_states: in
         g.retire, g.compact = True, compact
         canon = _then(representative, canon)
     pruned = 0
-    result = CheckResult(cfg, symmetry, fairness, g, canon=canon)
+    result = CheckResult(cfg, symmetry, fairness, g, canon=canon, renaming=renaming)
     start = time.perf_counter()  # wall-clock ok: statistics and the time limit only
     cpu_start = time.process_time()  # wall-clock ok: statistics only
     seen = FingerprintSet()

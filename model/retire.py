@@ -15,7 +15,8 @@ The two reductions (switchable, ``check(retire=..., compact=...)``, ``rmqsim che
 ``--no-compact``):
 - **retire** (``retire_offsets``): when no crash can come (crash budget 0, or no crash kind, and the
   broker up), ``persisted := table`` per level when ``persisted <= table``, ``cper := cmem`` per topic
-  when ``cper <= cmem``, and the persist budget := 0 (no persist point is taken any more).
+  when ``cper <= cmem``, the persist budget := 0 (no persist point is taken any more), and the units
+  behind a cursor that were DELIVERED or REWOUND are SETTLED (only a persist point and a crash tell).
 - **compact** (implies retire): also drop each level's longest prefix of units behind its cursor and
   each consumable queue's longest prefix of acked copies behind its pull offset and every process-queue
   item, keeping only units and copies every property already judges harmless (see ``_boring_unit``,
@@ -61,12 +62,14 @@ from .spec import (
     T_RETRY,
     Level,
     ModelConfig,
+    Sched,
     State,
     Topic,
 )
 
 _new_tuple = tuple.__new__
 _DONE_STATUS = (DELIVERED, SETTLED, REWOUND)
+_UNSETTLED = (DELIVERED, REWOUND)
 
 
 def no_crash_can_come(s: State, cfg: ModelConfig) -> bool:
@@ -109,6 +112,13 @@ def _topic_prefix(tp: Topic, t: int, pq: tuple, cfg: ModelConfig) -> int:
     return k
 
 
+def _settled_behind(entries: tuple, cursor: int) -> tuple:
+    """The units behind the cursor marked SETTLED where they were DELIVERED or REWOUND: the difference is read
+    only by a persist point (which settles DELIVERED ones) and a crash (which rewinds from the cursor on)."""
+    return tuple(_new_tuple(Sched, (e[0], e[1], e[2], SETTLED, e[4])) if i < cursor and e[3] in _UNSETTLED else e
+                 for i, e in enumerate(entries))
+
+
 def retire(s: State, cfg: ModelConfig, compact: bool) -> State:
     """The representative of ``s`` (``s`` itself while a crash can come, or when nothing is forgotten)."""
     if not no_crash_can_come(s, cfg):
@@ -124,9 +134,15 @@ def retire(s: State, cfg: ModelConfig, compact: bool) -> State:
             cursor -= k
             table = table - k if table > k else 0
             persisted = persisted - k if persisted > k else 0
+        settle = False
+        for i in range(cursor):
+            if entries[i][3] in _UNSETTLED:
+                settle = True
+                entries = _settled_behind(entries, cursor)
+                break
         if persisted <= table:
             persisted = table
-        if k or persisted != lv[3]:
+        if k or settle or persisted != lv[3]:
             changed = True
             lv = _new_tuple(Level, (entries, cursor, table, persisted, running))
         new_levels.append(lv)
