@@ -1,53 +1,54 @@
-"""Dead-variable reductions once no crash can come: forget what only a crash would read.
+"""Dead-variable reductions: forget what no later step and no property can read.
 
 Why: with two messages and one crash, nearly every state is past the crash (or can no longer crash),
-and there the state still carries three kinds of memory that no later step and no property can read:
+and the state still carries memory that nothing reads any more:
 - the *persisted copies* of the offsets (``delayOffset.json`` per level, ``consumerOffset.json`` per
-  topic) and the persist budget: only a crash (and a restart after it) reads a persisted offset;
-- the *processed prefix* of every queue: the units a level's cursor has passed and the copies the
-  consumer has pulled and acked (no process-queue item points at them): queues are append-only logs
-  and only a crash rewinds a cursor or a pull offset back over them;
-- (the status of a unit behind the cursor, DELIVERED / SETTLED / REWOUND, goes with its unit.)
-They make states that will behave identically differ, and the state space multiplies by the number of
-ways the past can have happened. ``retire`` maps such a state to one representative.
+  topic), the persist budget, and whether a unit behind a cursor was DELIVERED, SETTLED or REWOUND:
+  only a crash (and the restart after it) reads them, once no crash can come;
+- the *processed prefix* of every queue: queues are append-only logs, and a unit or a copy that every
+  offset a crash can rewind to has passed is never read again.
+They make states that behave identically differ, and the state space multiplies by the number of ways
+the past can have happened. ``retire`` maps a state to one representative of the states that differ
+only in what is forgotten.
 
-The two reductions (switchable, ``check(retire=..., compact=...)``, ``rmqsim check --no-retire`` /
-``--no-compact``):
-- **retire** (``retire_offsets``): when no crash can come (crash budget 0, or no crash kind, and the
-  broker up), ``persisted := table`` per level when ``persisted <= table``, ``cper := cmem`` per topic
-  when ``cper <= cmem``, the persist budget := 0 (no persist point is taken any more), and the units
-  behind a cursor that were DELIVERED or REWOUND are SETTLED (only a persist point and a crash tell).
-- **compact** (implies retire): also drop each level's longest prefix of units behind its cursor and
-  each consumable queue's longest prefix of acked copies behind its pull offset and every process-queue
-  item, keeping only units and copies every property already judges harmless (see ``_boring_unit``,
-  ``_boring_copy``), and shift the offsets (cursor, offsetTable, delayOffset.json; pull, committed and
-  persisted offsets, process-queue items) down by the prefix's length, clamped at 0.
+The two reductions (switchable: ``check(retire=..., compact=...)``, ``rmqsim check --no-retire`` /
+``--no-compact``; the checker applies them only on searches whose graph is proven acyclic):
+- **retire**: once no crash can come (crash budget 0, or no crash kind, and the broker up),
+  ``persisted := table`` per level where ``persisted <= table``, ``cper := cmem`` per topic where
+  ``cper <= cmem``, the persist budget := 0 (a persist point would change only what is forgotten), and the
+  units behind a cursor that were DELIVERED or REWOUND become SETTLED.
+- **compact** (implies retire): also drop each level's longest prefix of *boring* units behind every offset
+  that can become its cursor again (the cursor, and while a crash can come offsetTable and
+  delayOffset.json too; none under ``persist_before_load``, whose restart reads the level from 0), and
+  each consumable queue's longest prefix of acked copies behind the pull offset and every process-queue
+  item (and while a crash can come the committed and persisted offsets too); shift every offset of the
+  queue and the process-queue items down by the prefix's length, clamped at 0. A boring unit or copy is
+  one that makes no property false (``_boring_unit``; a copy: acked, reconsumeTimes within the bound).
 
-Why it is sound (same violated property, same kind, same verdict; for the checker's acyclic searches only,
-where liveness reduces to terminal states):
+Why it is sound (same verdict, same violated property and kind):
 - P: every property has the same value on a state and on its representative. delayOffset.json and
   consumerOffset.json enter a property only through max(cursor, offsetTable, persisted) and
-  max(client, committed, persisted), which the guards keep; a dropped unit or copy made no property
-  false (it is boring), and every offset moves with the indices it is compared with (hi - k, clamped
-  at 0 only where all offsets below k meet acked copies or delivered units).
-- M1: every step of a representative is a step of every state it stands for, to an equivalent state
-  (a persist point is the only action the representative lacks; a commit whose offset only moves below
-  the dropped prefix is disabled there): so every path of the reduced graph is a path of the model
-  (up to the equivalence), and a cycle of the reduced graph would lift to an infinite path of the model,
-  whose every step lowers ``spec.progress_rank``: there is none, the reduced graph is acyclic too.
-- M2: every step of a state is either a step of its representative to an equivalent state, or it
-  changes only what the representative forgets (a persist point; a commit below the prefix), and so
-  leads to an equivalent state: every reachable state of the model has its representative reachable.
-- T: a representative without successors stands for states whose only steps stay in its class; they end
-  in a terminal state of the same class, and ``check_terminal`` reads only what the class shares.
-Nothing is forgotten while a crash can come: a crash rewinds the cursors to the persisted offsets and
-marks rewound units and acked copies as duplicates. tests/model/test_retire.py checks P, M1, M2 and T on
-the whole graphs of the small configurations and every model mutant, and that every verdict, violated
-property and kind is the same with the reductions on and off, with no more states.
+  max(client, committed, persisted), which the guards keep; a dropped unit or copy made no property false,
+  and the offsets move with the indices they are compared with (clamped at 0 only where every index below
+  the prefix holds a delivered unit or an acked copy).
+- M1: every step of a representative is a step of every state it stands for, to an equivalent state (the
+  only steps the representative lacks are a persist point and a commit whose offset moves only below the
+  dropped prefix). So every path of the reduced graph is a path of the model up to the equivalence, and a
+  cycle of the reduced graph would lift to an infinite path of the model, whose every step lowers
+  ``spec.progress_rank``: there is none, the reduced graph is acyclic too (the checker still checks the
+  rank on every step it expands).
+- M2: every step of a state is a step of its representative to an equivalent state, or changes only what
+  the representative forgets and so stays in the class: every reachable state has its representative
+  reachable, and with it every violation.
+- T: a representative without successors stands for states whose steps all stay in its class; they end in a
+  terminal state of that class, and ``check_terminal`` judges every state of a class alike.
+tests/model/test_retire.py checks P, M1, M2 and T on the whole graphs of the small configurations, every
+model mutant and the default bounds, that forgetting the persisted offsets while a crash can come is caught,
+and that every verdict, violated property and kind is the same with the reductions on and off, with no more
+states.
 
-Why the representative is a state of the model: the checker expands it with ``spec.successors`` (and
-checks that every such step lowers the progress rank), and replays a counterexample on concrete states
-by matching representatives, so the trace shows the model's real offsets.
+The representative is a state of the model: the checker expands it with ``spec.successors``, and replays a
+counterexample on concrete states by matching representatives, so a trace shows the model's real offsets.
 """
 
 from __future__ import annotations
@@ -89,16 +90,27 @@ def _boring_unit(e: tuple, level: int, cfg: ModelConfig) -> bool:
     return True
 
 
-def _level_prefix(lv: Level, level: int, cfg: ModelConfig) -> int:
+def _level_prefix(lv: Level, level: int, cfg: ModelConfig, calm: bool) -> int:
+    """How many units at the head of the level no step reads again: behind the cursor once no crash can come,
+    else behind every offset a crash can rewind the cursor to (offsetTable, delayOffset.json), and none under
+    ``persist_before_load`` (its restart reads the level from 0)."""
     entries, cursor = lv[0], lv[1]
+    if calm:
+        limit = cursor
+    elif "persist_before_load" in cfg.mutants:
+        return 0
+    else:
+        limit = min(cursor, lv[2], lv[3])
     k = 0
-    while k < cursor and _boring_unit(entries[k], level, cfg):
+    while k < limit and _boring_unit(entries[k], level, cfg):
         k += 1
     return k
 
 
-def _topic_prefix(tp: Topic, t: int, pq: tuple, cfg: ModelConfig) -> int:
-    limit = tp[1]
+def _topic_prefix(tp: Topic, t: int, pq: tuple, cfg: ModelConfig, calm: bool) -> int:
+    """How many acked copies at the head of the queue no step reads again: behind the pull offset and every
+    process-queue item, and while a crash can come also behind the offsets it rewinds the pull offset to."""
+    limit = tp[1] if calm else min(tp[1], tp[2], tp[3])
     for topic, offset, _stage in pq:
         if topic == t and offset < limit:
             limit = offset
@@ -120,28 +132,30 @@ def _settled_behind(entries: tuple, cursor: int) -> tuple:
 
 
 def retire(s: State, cfg: ModelConfig, compact: bool) -> State:
-    """The representative of ``s`` (``s`` itself while a crash can come, or when nothing is forgotten)."""
-    if not no_crash_can_come(s, cfg):
+    """The representative of ``s`` (``s`` itself when nothing is forgotten)."""
+    calm = no_crash_can_come(s, cfg)
+    if not (calm or compact):
         return s
     up, crashes, faults, persists, msgs, levels, topics, pq, dlq = s
-    changed = persists != 0
+    changed = calm and persists != 0
     new_levels = []
     for li, lv in enumerate(levels):
         entries, cursor, table, persisted, running = lv
-        k = _level_prefix(lv, li + 1, cfg) if compact else 0
+        k = _level_prefix(lv, li + 1, cfg, calm) if compact else 0
         if k:
             entries = entries[k:]
             cursor -= k
             table = table - k if table > k else 0
             persisted = persisted - k if persisted > k else 0
         settle = False
-        for i in range(cursor):
-            if entries[i][3] in _UNSETTLED:
-                settle = True
-                entries = _settled_behind(entries, cursor)
-                break
-        if persisted <= table:
-            persisted = table
+        if calm:
+            for i in range(cursor):
+                if entries[i][3] in _UNSETTLED:
+                    settle = True
+                    entries = _settled_behind(entries, cursor)
+                    break
+            if persisted <= table:
+                persisted = table
         if k or settle or persisted != lv[3]:
             changed = True
             lv = _new_tuple(Level, (entries, cursor, table, persisted, running))
@@ -149,14 +163,14 @@ def retire(s: State, cfg: ModelConfig, compact: bool) -> State:
     new_topics = []
     for t, tp in enumerate(topics):
         entries, pull, cmem, cper = tp
-        k = _topic_prefix(tp, t, pq, cfg) if compact else 0
+        k = _topic_prefix(tp, t, pq, cfg, calm) if compact else 0
         if k:
             entries = entries[k:]
             pull -= k
             cmem = cmem - k if cmem > k else 0
             cper = cper - k if cper > k else 0
             pq = tuple((topic, offset - k if topic == t else offset, stage) for topic, offset, stage in pq)
-        if cper <= cmem:
+        if calm and cper <= cmem:
             cper = cmem
         if k or cper != tp[3]:
             changed = True
@@ -164,7 +178,8 @@ def retire(s: State, cfg: ModelConfig, compact: bool) -> State:
         new_topics.append(tp)
     if not changed:
         return s
-    return _new_tuple(State, (up, crashes, faults, 0, msgs, tuple(new_levels), tuple(new_topics), pq, dlq))
+    return _new_tuple(State, (up, crashes, faults, 0 if calm else persists, msgs, tuple(new_levels),
+                              tuple(new_topics), pq, dlq))
 
 
 def reducer(cfg: ModelConfig, retire_offsets: bool, compact: bool) -> Callable[[State], State] | None:
