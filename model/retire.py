@@ -131,14 +131,10 @@ def _settled_behind(entries: tuple, cursor: int) -> tuple:
                  for i, e in enumerate(entries))
 
 
-def retire(s: State, cfg: ModelConfig, compact: bool) -> State:
-    """The representative of ``s`` (``s`` itself when nothing is forgotten)."""
-    calm = no_crash_can_come(s, cfg)
-    if not (calm or compact):
-        return s
-    up, crashes, faults, persists, msgs, levels, topics, pq, dlq = s
-    changed = calm and persists != 0
+def _retire_levels(levels: tuple, cfg: ModelConfig, calm: bool, compact: bool) -> tuple:
+    """The levels' part of the representative (``levels`` itself when nothing changes)."""
     new_levels = []
+    changed = False
     for li, lv in enumerate(levels):
         entries, cursor, table, persisted, running = lv
         k = _level_prefix(lv, li + 1, cfg, calm) if compact else 0
@@ -160,7 +156,13 @@ def retire(s: State, cfg: ModelConfig, compact: bool) -> State:
             changed = True
             lv = _new_tuple(Level, (entries, cursor, table, persisted, running))
         new_levels.append(lv)
+    return tuple(new_levels) if changed else levels
+
+
+def _retire_topics(topics: tuple, pq: tuple, cfg: ModelConfig, calm: bool, compact: bool) -> tuple[tuple, tuple]:
+    """The topics' and the process queue's part of the representative (the same objects when nothing changes)."""
     new_topics = []
+    changed = False
     for t, tp in enumerate(topics):
         entries, pull, cmem, cper = tp
         k = _topic_prefix(tp, t, pq, cfg, calm) if compact else 0
@@ -176,18 +178,43 @@ def retire(s: State, cfg: ModelConfig, compact: bool) -> State:
             changed = True
             tp = _new_tuple(Topic, (entries, pull, cmem, cper))
         new_topics.append(tp)
-    if not changed:
-        return s
-    return _new_tuple(State, (up, crashes, faults, 0 if calm else persists, msgs, tuple(new_levels),
-                              tuple(new_topics), pq, dlq))
+    return (tuple(new_topics), pq) if changed else (topics, pq)
+
+
+def retire(s: State, cfg: ModelConfig, compact: bool) -> State:
+    """The representative of ``s`` (``s`` itself when nothing is forgotten)."""
+    return reducer(cfg, True, compact)(s)
 
 
 def reducer(cfg: ModelConfig, retire_offsets: bool, compact: bool) -> Callable[[State], State] | None:
-    """The representative function for these switches, or None when both are off."""
+    """The representative function for these switches, or None when both are off.
+
+    Speed: it runs on every successor the checker generates, and a search meets few distinct levels and
+    (topics, process queue) pairs (thousands where it meets millions of states), so both parts are memoised
+    per search, keyed by the parts themselves (the dictionaries keep them alive, so equal keys are equal parts).
+    """
     if not (retire_offsets or compact):
         return None
+    levels_memo: dict = {}
+    topics_memo: dict = {}
 
     def representative(s: State) -> State:
-        return retire(s, cfg, compact)
+        up, crashes, faults, persists, msgs, levels, topics, pq, dlq = s
+        calm = no_crash_can_come(s, cfg)
+        if not (calm or compact):
+            return s
+        key = (calm, levels)
+        new_levels = levels_memo.get(key)
+        if new_levels is None:
+            new_levels = levels_memo[key] = _retire_levels(levels, cfg, calm, compact)
+        key = (calm, topics, pq)
+        parts = topics_memo.get(key)
+        if parts is None:
+            parts = topics_memo[key] = _retire_topics(topics, pq, cfg, calm, compact)
+        new_topics, new_pq = parts
+        kept = 0 if calm else persists
+        if new_levels is levels and new_topics is topics and new_pq is pq and kept == persists:
+            return s
+        return _new_tuple(State, (up, crashes, faults, kept, msgs, new_levels, new_topics, new_pq, dlq))
 
     return representative
