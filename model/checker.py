@@ -515,6 +515,7 @@ def _explore(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_states: in
         result.liveness_seconds = time.perf_counter() - t0  # wall-clock ok
     if result.violation is not None:
         _replay(result.violation, g, cfg, canon, symmetry)
+        _explain_concretely(result.violation, cfg, invariants)
     result.seconds = time.perf_counter() - start  # wall-clock ok
     result.cpu_seconds = time.process_time() - cpu_start  # wall-clock ok
     result.peak_rss_mb = max(result.peak_rss_mb, rss_mb())
@@ -596,6 +597,18 @@ def _replay(v: Violation, g: StateGraph, cfg: ModelConfig, canon: Callable[[Stat
     v.steps = walk(v.path_ids[1:], 0)
     if v.cycle_ids:
         v.cycle_steps = walk(v.cycle_ids, len(v.steps))
+
+
+def _explain_concretely(v: Violation, cfg: ModelConfig,
+                        invariants: Callable[[State, ModelConfig], tuple[str, str] | None]) -> None:
+    """The explanation said again of the trace's last concrete state: the search judged the canonical one,
+    whose message names (symmetry) and offsets (model/retire.py's compaction) need not be the trace's."""
+    if v.cycle_steps or not v.steps:
+        return
+    final = v.steps[-1].state
+    again = invariants(final, cfg) if v.kind == "safety" else check_terminal(final, cfg)
+    if again is not None and again[0] == v.prop:
+        v.explanation = again[1]
 
 
 def format_stats(result: CheckResult) -> str:

@@ -133,3 +133,14 @@ def test_cli_switches_turn_them_off(capsys):
     assert counts[()][0] < counts[("--no-compact",)][0] < counts[("--no-retire",)][0] == 56143
     assert check_main(argv[:-1]) == 0
     assert "queues compacted" in capsys.readouterr().out
+
+
+def test_the_explanation_names_the_traces_offsets_and_messages():
+    """The search judges representatives (queues compacted, messages renamed): the printed sentence is said
+    again of the trace's concrete last state, so its unit numbers and names are the trace's."""
+    cfg = ModelConfig(messages=2, levels=2, max_retries=1, crashes=1, send_levels=(0, 0),
+                      mutants=frozenset({"offset_from_task_start"}))
+    v = check(cfg).violation
+    assert v is not None and v.prop == "bounded_redelivery"
+    assert v.explanation == check_safety(v.steps[-1].state, cfg)[1]
+    assert "level 2 unit 1 (m1)" in v.explanation  # unit 0 of the compacted level
