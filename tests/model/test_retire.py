@@ -144,3 +144,15 @@ def test_the_explanation_names_the_traces_offsets_and_messages():
     assert v is not None and v.prop == "bounded_redelivery"
     assert v.explanation == check_safety(v.steps[-1].state, cfg)[1]
     assert "level 2 unit 1 (m1)" in v.explanation  # unit 0 of the compacted level
+
+
+@pytest.mark.parametrize("bounds, counts", [
+    (dict(messages=1, crashes=1), {"off": (56143, 146403), "retire": (10537, 27407), "compact": (3294, 7977)}),
+    (dict(messages=2, crashes=0), {"off": (7786, 16412), "retire": (1392, 2843), "compact": (373, 744)}),
+], ids=["m1c1", "m2c0"])
+def test_the_issue_configurations_shrink_as_measured(bounds, counts):
+    """States and edges of `rmqsim check --messages M --levels 2 --max-retries 1 --crashes C` per switch."""
+    cfg = ModelConfig(levels=2, max_retries=1, **bounds)
+    for mode, options in MODES.items():
+        result = check(cfg, **options)
+        assert result.holds and (result.states, result.edges) == counts[mode], mode
