@@ -43,10 +43,14 @@ class BrokerHost:
         broker.initialize()
         if not world.faithful_polling:
             broker.schedule_message_service.idle_skip = True
+            # not when ties are shuffled: existing seeds keep their histories (turns there follow the draws)
+            broker.schedule_message_service.exact_turns = not world.shuffle_ties
             if timer is not None:
                 timer.idle_skip = True
                 timer.dormancy = not world.shuffle_ties  # dormancy relies on the timer services' fixed order
         recorder.attach(broker)
+        if world.client_skips is not None:
+            world.client_skips.attach_broker(broker)
         store = broker.message_store
         store.new_message_listener = self._on_new_message
         store.arriving_listeners.append(self._on_arriving)
@@ -179,6 +183,8 @@ class BrokerHost:
             return
         world = self.world
         self.timer_seen()
+        if world.client_skips is not None:
+            world.client_skips.broker_leaving()
         # After a power failure the copies past the durable end of the commit log may be lost or torn.
         extra = {"commit_log_durable": self._commit_log_on_platter(broker)} if kind == "power" else {}
         world.recorder.record("crash", target="broker", crash_kind=kind, site=site, **extra)
@@ -215,6 +221,8 @@ class BrokerHost:
             return
         world = self.world
         self.timer_seen()
+        if world.client_skips is not None:
+            world.client_skips.broker_leaving()
         timer = broker.timer_message_store
         # The read time the shutdown checkpoints: a slot not finished by then is read again after the restart.
         extra = {"timer_read_ms": timer.commit_read_time_ms} if timer is not None and timer.running else {}

@@ -76,6 +76,8 @@ class Clients:
         ranked = [(svc, rank + i) for i, svc in enumerate([*consumer.services, executor])]
         timed = [(svc, r) for svc, r in ranked if isinstance(svc, (PeriodicService, RebalanceService))]
         world.scheduler.add_ranked(owner + TIMED_SUFFIX, timed)
+        if world.client_skips is not None:
+            world.client_skips.add(owner + TIMED_SUFFIX, consumer, dict(timed)[consumer.offset_persist_service])
         world.scheduler.links[owner + TIMED_SUFFIX] = owner
         world.scheduler.add_ranked(owner, [(svc, r) for svc, r in ranked if (svc, r) not in timed])
 
@@ -88,6 +90,8 @@ class Clients:
         owner = owners[int(pick * len(owners))]
         consumer, executor = self.consumers[owner]
         world.recorder.record("crash", target=owner, crash_kind="process")
+        if world.client_skips is not None:
+            world.client_skips.remove(owner + TIMED_SUFFIX)  # what its skipped rounds sent reached the broker
         consumer.crash()
         executor.clear()
         world.scheduler.remove_owner(owner)

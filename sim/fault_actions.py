@@ -165,6 +165,8 @@ def _truncate_cq(world, action: TruncateCq) -> None:
 
 def _step_clock(world, action: StepClock) -> None:
     world.brokers.timer_seen(clock_step=True)  # a dormant timer's skipped polls are computed on the old wall clock
+    if world.broker is not None:  # and so are idle levels' skipped polls (5.x stamps a version step with its time)
+        world.broker.schedule_message_service.settle_skipped_polls(0)
     world.clock.step(action.by_ms)
     world.recorder.record("fault", site="clock", action="step", by_ms=action.by_ms, broker_ms=world.clock.now_ms())
     world.brokers.touch_all()

@@ -70,6 +70,10 @@ class Scheduler:
         self._seq = 0
         self._wakes: set[int] = set()  # milliseconds with a SimPy wake event pending (membership only)
         self._rank: int | None = None  # priority (rank, or shuffled draw) of the service stepping now (None outside a step)
+        # The highest priority stepped in millisecond ``_turn_ms``: a service fired late in a millisecond (touched by a
+        # later one) does not give the turn back to the services ranked between.
+        self._turn_ms = -1
+        self._turn_high = -1
         self.links: dict[str, str] = {}  # owner -> another owner its steps may affect (touched with it)
         self.steps = 0
         self.arms = 0
@@ -129,7 +133,8 @@ class Scheduler:
                 if catch_up is not None:
                     # Its round at ``now`` already had its turn (and was skipped) if it ranks before the stepping
                     # service.
-                    catch_up(now, rank is not None and (self._prio(slot, now) if shuffled else slot.rank) < rank)
+                    # (the priority is drawn only inside a step, as it always was: draws must not move)
+                    catch_up(now, rank is not None and self.turn_passed(self._prio(slot, now) if shuffled else slot.rank))
                 self.asks += 1
                 at = slot.service.next_wakeup_ms()
                 if at is None:
@@ -159,6 +164,14 @@ class Scheduler:
         if prio is None:  # drawn on first need; the order of needs is itself deterministic
             prio = ties[slot] = SHUFFLE_FLOOR + self.tie_rng.getrandbits(40)
         return prio
+
+    def turn_passed(self, prio: int) -> bool:
+        """Whether a service of priority ``prio`` already had its turn in the millisecond stepping now: some service
+        after it stepped. (With shuffled ties: the one stepping now, as before the high-water mark was kept, so that
+        existing seeds keep their histories.)"""
+        if self._rank is None:
+            return False
+        return prio < (self._rank if self.tie_rng is not None else self._turn_high)
 
     def _wake_at(self, at: int, now: int) -> None:
         self._wakes.add(at)
@@ -197,6 +210,10 @@ class Scheduler:
             self.before_step(now)
         self.steps += 1
         self._rank = prio
+        if now != self._turn_ms:
+            self._turn_ms, self._turn_high = now, prio
+        elif prio > self._turn_high:
+            self._turn_high = prio
         try:
             slot.service.step(now)
         except BrokerCrash as crash:

@@ -21,6 +21,7 @@ from store.probes import ProbeCollector
 from store.service import PeriodicService
 
 from .broker_host import BrokerHost
+from .client_skips import ClientSkips
 from .clients import Clients
 from .clock import SimClock
 from .faults import FaultPlan, SimFaults
@@ -83,6 +84,9 @@ class World:
         self.faults = SimFaults(self.recorder, scenario.faults, self.rngs.stream("faults"))
         self.recorder.faults = self.faults
         self.clients = Clients(self)
+        # Consumers' rounds that change nothing: offset persists re-sending the broker's own offsets, heartbeats of a
+        # registered client (sim/client_skips.py).
+        self.client_skips = ClientSkips(self) if not (faithful_polling or shuffle_ties) else None
         self.network_service = NetworkService()
         self.start_mono_ms = 0
         self.traffic_end_mono_ms = scenario.duration_ms

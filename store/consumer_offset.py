@@ -65,10 +65,15 @@ class ConsumerOffsetManager(ConfigManager):
         self.offset_table: dict[str, dict[int, int]] = {}
         self.data_version = DataVersion.now(clock)
         self._version_change_counter = 0
+        # A driver that skips clients' no-op commits (re-sent offsets the table already holds) accounts them
+        # here before any other commit reads the version counter.
+        self.before_commit: Callable[[], None] | None = None
 
     # --- commits and queries ---------------------------------------------------------------
     def commit_offset(self, client_host: str, group: str, topic: str, queue_id: int, offset: int) -> None:
         """A plain put: a smaller offset than stored is accepted (and only logged)."""
+        if self.before_commit is not None:
+            self.before_commit()
         key = topic + TOPIC_GROUP_SEPARATOR + group
         queues = self.offset_table.get(key)
         if queues is None:
@@ -83,6 +88,21 @@ class ConsumerOffsetManager(ConfigManager):
             self._version_change_counter += 1
             if self._version_change_counter % CONSUMER_OFFSET_UPDATE_VERSION_STEP == 0:
                 self.data_version.next_version(self.clock, 0)
+
+    def commits_to_next_version(self) -> int | None:
+        """How many more commits move the 5.x dataVersion (the last of them does); None: none ever do (4.x)."""
+        if self.json_shape != SHAPE_5X:
+            return None
+        return CONSUMER_OFFSET_UPDATE_VERSION_STEP - self._version_change_counter % CONSUMER_OFFSET_UPDATE_VERSION_STEP
+
+    def account_skipped_commits(self, count: int) -> None:
+        """``count`` commits a driver skipped as no-ops (each re-put a value the table held): only the version
+        counter moves. The driver's bound (``commits_to_next_version``) keeps them short of a version step."""
+        if self.json_shape != SHAPE_5X or not count:
+            return
+        if count >= self.commits_to_next_version():
+            raise AssertionError(f"{count} skipped commits would move the dataVersion: the driver's bound is wrong")
+        self._version_change_counter += count
 
     def query_offset(self, group: str, topic: str, queue_id: int) -> int:
         """The committed offset, or −1 when there is none."""

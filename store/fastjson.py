@@ -74,7 +74,9 @@ class _Writer:
         self.out.append("\n" + "\t" * self.indent)
 
     def value(self, value: object) -> None:
-        if value is None:
+        if type(value) is int:  # the offset tables' values: the common case first
+            self.out.append(str(value))
+        elif value is None:
             self.out.append("null")
         elif value is True:
             self.out.append("true")
@@ -119,6 +121,9 @@ class _Writer:
                     self.println()
                 self.out.append(_quote(key))
             elif isinstance(key, int) and not isinstance(key, bool):
+                if type(item) is int:  # Map<Integer,Long> (an offset table): "key:value" in one piece
+                    self.out.append(f"{key}:{item}")
+                    continue
                 self.out.append(str(key))  # Map<Integer,…>: a bare number on the same line
             elif _is_object_key(key):
                 self.mapping(key, len(key))  # a bean as key, spread over lines when pretty

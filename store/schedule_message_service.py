@@ -43,6 +43,9 @@ DeliverListener = Callable[..., None]
 MESSAGE_TIMEUP_ERRORS = (ValueError, KeyError, codec.MessageIllegal)
 
 
+ALL_LEVELS_POLLED = 1 << 30  # settle_skipped_polls: every level's poll at this millisecond had its turn
+
+
 def delay_level_to_queue_id(level: int) -> int:
     return level - 1
 
@@ -87,6 +90,10 @@ class ScheduleMessageService(ConfigManager):
         # Idle skipping (a driver's choice, not RocketMQ's): an idle level sleeps until its next poll that
         # can see a change, on the same 100 ms grid, instead of polling; the history stays identical.
         self.idle_skip = False
+        # A driver that keeps turns within a millisecond (no shuffled ties): a level idle for want of data sees data
+        # stored after its turn only at its next poll, and skipped polls are accounted across levels in time order,
+        # both as polling does. Without: each level accounts its own skipped polls at its next step.
+        self.exact_turns = True
         # Mutants, read once.
         self.m_skip_failed_delivery = "skip_failed_delivery" in mutants
         self.m_no_correct_delay_offset = "no_correct_delay_offset" in mutants
@@ -171,13 +178,18 @@ class ScheduleMessageService(ConfigManager):
                 self.put_result_tasks[level] = HandlePutResultTask(self, level, mono_ms + FIRST_DELAY_TIME_MS)
         # scheduleAtFixedRate(persist, 10000, flushDelayOffsetInterval): the first run is always 10 s after start.
         cfg = self.store.config
-        self.persist_service = PeriodicService("delay-offset-persist", lambda _m: self.persist(),
+        self.persist_service = PeriodicService("delay-offset-persist", lambda _m: self._persist_round(),
                                                cfg.flush_delay_offset_interval_ms,
                                                cfg.flush_delay_offset_first_delay_ms, mono_ms)
+
+    def _persist_round(self) -> None:
+        self.settle_skipped_polls(ALL_LEVELS_POLLED)
+        self.persist()
 
     def shutdown(self) -> None:
         if not self.started:
             return
+        self.settle_skipped_polls(0)
         self.started = False
         for task in self.put_result_tasks.values():
             task.finish_at_shutdown(self.clock.monotonic_ms())
@@ -199,14 +211,59 @@ class ScheduleMessageService(ConfigManager):
         if self._updates_since_version % DELAY_OFFSET_UPDATE_VERSION_STEP == 0:
             self.data_version.next_version(self.clock)
 
-    def account_skipped_updates(self, count: int, first_mono_ms: int, grid_ms: int) -> None:
-        """What ``count`` skipped not-due polls would have done to the version counter (E4/E5 updateOffset)."""
-        now_mono, now_wall = self.clock.monotonic_ms(), self.clock.now_ms()
-        for j in range(count):
-            self._updates_since_version += 1
-            if self._updates_since_version % DELAY_OFFSET_UPDATE_VERSION_STEP == 0:
-                self.data_version.timestamp_ms = now_wall - (now_mono - (first_mono_ms + j * grid_ms))
-                self.data_version.counter += 1
+    def settle_skipped_polls(self, polled_below_level: int, own_level: int | None = None) -> None:
+        """5.x: the not-due polls that idle levels slept through up to now, each an ``updateOffset``, accounted in
+        time order across levels, so that the dataVersion steps as often and at the time polling would have stepped
+        it. At this millisecond only the levels below ``polled_below_level`` had their turn (a level's own step passes
+        its level; the put-result handlers and the persist, which run after every level, ALL_LEVELS_POLLED; a
+        shutdown or a clock step, which run before them, 0). Whoever reads the counter or the version settles first.
+        Without ``exact_turns`` only a level's own step (``own_level``) settles, and only its own polls."""
+        if self.era4 or not self.idle_skip:
+            return
+        if self.exact_turns:
+            tasks = self.tasks.items()
+        elif own_level is not None:
+            tasks = ((own_level, self.tasks[own_level]),)
+        else:
+            return
+        now = self.clock.monotonic_ms()
+        polls: list[tuple[int, int]] = []  # (first poll's mono ms, polls) per level
+        for level, task in tasks:
+            if task.idle is None or task.idle[0] != "due" or task.dead:
+                continue
+            # never the poll that finds the head due: that one is a real step (under shuffled ties it may come after
+            # the settling service within this millisecond)
+            limit = min(now + 1 if level < polled_below_level else now, task.due_poll_ms())
+            if task.at_mono_ms < limit:
+                count = -(-(limit - task.at_mono_ms) // DELAY_FOR_A_WHILE_MS)
+                polls.append((task.at_mono_ms, count))
+                task.at_mono_ms += count * DELAY_FOR_A_WHILE_MS
+        if polls:
+            self._account_polls(polls, now)
+
+    def _account_polls(self, polls: list[tuple[int, int]], now_mono: int) -> None:
+        """Count the polls into the version counter; a version step is stamped with its poll's time, found by
+        bisecting the merged poll times (only the last step's time survives)."""
+        before = self._updates_since_version
+        after = self._updates_since_version = before + sum(count for _, count in polls)
+        steps = after // DELAY_OFFSET_UPDATE_VERSION_STEP - before // DELAY_OFFSET_UPDATE_VERSION_STEP
+        if not steps:
+            return
+        nth = after // DELAY_OFFSET_UPDATE_VERSION_STEP * DELAY_OFFSET_UPDATE_VERSION_STEP - before  # 1-based
+
+        def polls_by(t: int) -> int:
+            return sum(min(count, max(0, (t - first) // DELAY_FOR_A_WHILE_MS + 1)) for first, count in polls)
+
+        lo = min(first for first, _ in polls)
+        hi = max(first + (count - 1) * DELAY_FOR_A_WHILE_MS for first, count in polls)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if polls_by(mid) >= nth:
+                hi = mid
+            else:
+                lo = mid + 1
+        self.data_version.timestamp_ms = self.clock.now_ms() - (now_mono - lo)
+        self.data_version.counter += steps
 
     def compute_deliver_timestamp(self, level: int, store_timestamp: int) -> int:
         return store_timestamp + self.delay_level_table_ms.get(level, 1000)
@@ -269,6 +326,8 @@ class DeliverDelayedMessageTimerTask:
         self._now_mono = at_mono_ms
         self.idle: tuple | None = None  # ("data",) or ("due", tags_code): what the last poll waited for
         self.dead = False  # mutant error_ends_level_task: an Error ended this level's self-rescheduling chain
+        if svc.idle_skip and svc.exact_turns:  # a driver asks catch_up(now, turn_passed) before next_wakeup_ms
+            self.catch_up = self._catch_up_data_idle
 
     def next_wakeup_ms(self) -> int | None:
         svc = self.svc
@@ -284,21 +343,35 @@ class DeliverDelayedMessageTimerTask:
                 return None
             target = now_mono
         else:
-            now_wall = svc.clock.now_ms()
-            deliver_ms = svc.correct_deliver_timestamp(now_wall, self.idle[1], self.level)
-            target = now_mono + max(0, deliver_ms - now_wall)
+            return self.due_poll_ms()
+        return self._poll_at_or_after(target)
+
+    def due_poll_ms(self) -> int:
+        """Idle on a not-due head: the first poll that finds it due (a real step, never a skipped poll)."""
+        svc = self.svc
+        now_wall = svc.clock.now_ms()
+        deliver_ms = svc.correct_deliver_timestamp(now_wall, self.idle[1], self.level)
+        return self._poll_at_or_after(svc.clock.monotonic_ms() + max(0, deliver_ms - now_wall))
+
+    def _poll_at_or_after(self, target: int) -> int:
         if target <= self.at_mono_ms:
             return self.at_mono_ms
-        polls = -(-(target - self.at_mono_ms) // DELAY_FOR_A_WHILE_MS)
-        return self.at_mono_ms + polls * DELAY_FOR_A_WHILE_MS
+        return self.at_mono_ms + -(-(target - self.at_mono_ms) // DELAY_FOR_A_WHILE_MS) * DELAY_FOR_A_WHILE_MS
+
+    def _catch_up_data_idle(self, mono_ms: int, turn_passed: bool) -> None:
+        """A level idle for want of data slept through its polls before ``mono_ms`` (and at it, once its turn
+        passed): data arriving now is first seen by the next poll, as polling would see it. (Polls that wait for
+        a due time are counted by ``settle_skipped_polls``; their wake-up is computed ahead, on the grid.)"""
+        if self.idle is None or self.idle[0] != "data":
+            return
+        limit = mono_ms + 1 if turn_passed else mono_ms
+        if self.at_mono_ms < limit:
+            self.at_mono_ms += -(-(limit - self.at_mono_ms) // DELAY_FOR_A_WHILE_MS) * DELAY_FOR_A_WHILE_MS
 
     def step(self, mono_ms: int) -> None:
         if mono_ms < self.at_mono_ms or not self.svc.started or self.dead:
             return
-        if self.idle is not None and self.idle[0] == "due" and not self.svc.era4:
-            skipped = (mono_ms - self.at_mono_ms) // DELAY_FOR_A_WHILE_MS
-            if skipped:
-                self.svc.account_skipped_updates(skipped, self.at_mono_ms, DELAY_FOR_A_WHILE_MS)
+        self.svc.settle_skipped_polls(self.level, self.level)
         self._now_mono = mono_ms
         self.idle = None
         try:
@@ -477,6 +550,7 @@ class HandlePutResultTask:
     def step(self, mono_ms: int) -> None:
         if mono_ms < self.at_mono_ms or not self.svc.started or self.dead:
             return
+        self.svc.settle_skipped_polls(ALL_LEVELS_POLLED)
         self.at_mono_ms = mono_ms + DELAY_FOR_A_SLEEP_MS
         while (head := self._apply_finished_heads()) is not None:
             # EXCEPTION: doResend, which first sleeps min(resendCount * 100, 60 s)

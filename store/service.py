@@ -21,6 +21,9 @@ class Service(Protocol):
     def next_wakeup_ms(self) -> int | None: ...
 
 
+IDLE_FOREVER = -1  # ``idle_until``: every round ahead is a no-op
+
+
 class PeriodicService:
     """Runs ``task(mono_ms)`` every ``interval_ms`` after a first delay (a ScheduledExecutor task)."""
 
@@ -36,9 +39,14 @@ class PeriodicService:
         self.interval_ms = interval_ms
         self._next_ms = start_ms + first_delay_ms
         # A driver may skip rounds that provably do nothing: with ``idle_skip`` and an ``idle`` predicate that
-        # holds, no wake-up is named; ``catch_up`` then moves the grid over the skipped rounds.
+        # holds, no wake-up is named; ``catch_up`` then moves the grid over the skipped rounds. ``idle_until``
+        # names a bound instead: the rounds before the time it returns are no-ops (IDLE_FOREVER: all of them;
+        # None: not idle). ``on_skipped(rounds)`` hears how many rounds ``catch_up`` skipped, for a no-op round
+        # that still moves a counter somewhere.
         self.idle_skip = False
         self.idle: Callable[[], bool] | None = None
+        self.idle_until: Callable[[], int | None] | None = None
+        self.on_skipped: Callable[[int], None] | None = None
 
     def catch_up(self, mono_ms: int, turn_passed: bool) -> None:
         """Rounds before ``mono_ms`` (and at it, once its turn passed) were skipped as no-ops: move the grid."""
@@ -46,11 +54,21 @@ class PeriodicService:
             return
         limit = mono_ms + 1 if turn_passed else mono_ms
         if self._next_ms < limit:
-            self._next_ms += -(-(limit - self._next_ms) // self.interval_ms) * self.interval_ms
+            rounds = -(-(limit - self._next_ms) // self.interval_ms)
+            self._next_ms += rounds * self.interval_ms
+            if self.on_skipped is not None:
+                self.on_skipped(rounds)
 
     def next_wakeup_ms(self) -> int | None:
-        if self.idle_skip and self.idle is not None and self.idle():
-            return None
+        if self.idle_skip:
+            if self.idle is not None and self.idle():
+                return None
+            if self.idle_until is not None:
+                until = self.idle_until()
+                if until == IDLE_FOREVER:
+                    return None
+                if until is not None and until > self._next_ms:
+                    return self._next_ms + -(-(until - self._next_ms) // self.interval_ms) * self.interval_ms
         return self._next_ms
 
     def step(self, mono_ms: int) -> None:

@@ -26,23 +26,28 @@ class SharedRun:
     history: History
 
 
-def builtin_run(name: str, seed: int | None = None) -> SharedRun:
-    """The built-in ``name`` at ``seed`` (its own seed if None), checked against every invariant."""
-    return _builtin_run(name, load_builtin(name).seed if seed is None else seed)
+def builtin_run(name: str, seed: int | None = None, shuffle_ties: bool = False) -> SharedRun:
+    """The built-in ``name`` at ``seed`` (its own seed if None), ties shuffled if asked, checked against every
+    invariant."""
+    return _builtin_run(name, load_builtin(name).seed if seed is None else seed, shuffle_ties)
 
 
 @cache
-def _builtin_run(name: str, seed: int) -> SharedRun:
+def _builtin_run(name: str, seed: int, shuffle_ties: bool) -> SharedRun:
     strict, sim.history.STRICT = sim.history.STRICT, True
     try:
-        result = run_scenario(load_builtin(name), seed)
+        result = run_scenario(load_builtin(name), seed, shuffle_ties=shuffle_ties)
     finally:
         sim.history.STRICT = strict
     return SharedRun(result.summary, result.history)
 
 
 # Built-ins whose run is long (seconds even alone): the modules that run every built-in run these in the slow tier.
-LONG_BUILTINS = frozenset({"dozens-of-process-crashes"})
+# The three timer and level-load ones besides dozens-of-process-crashes keep representatives in the default tier:
+# timer-wheel-basic, timer-power-failure, timer-put-failures and timer-store-rollback (the timer wheel, its
+# recovery and its put retries), one-message-per-level and delayed-burst-then-crash (every level, a burst).
+LONG_BUILTINS = frozenset({"dozens-of-process-crashes", "timer-wheel-crash", "all-levels-under-load",
+                           "timer-restart-during-put-retry"})
 
 
 def builtin_params(names) -> list:

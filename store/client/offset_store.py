@@ -32,6 +32,7 @@ class _OffsetTable:
         self.frozen: set[MessageQueue] = set()  # 5.2.0+ ControllableOffset.updateAndFreeze
         self.on_update = on_update
         self.log = as_log(log, "RocketmqClient")
+        self.changed: Callable[[], None] | None = None  # told of every change to the table (a driver's hook)
 
     def update_offset(self, mq: MessageQueue, offset: int, increase_only: bool) -> None:
         if mq in self.frozen:
@@ -44,12 +45,17 @@ class _OffsetTable:
         else:
             new = offset
         self.offset_table[mq] = new
-        if new != old and self.on_update is not None:
-            self.on_update(mq, new)
+        if new != old:
+            if self.changed is not None:
+                self.changed()
+            if self.on_update is not None:
+                self.on_update(mq, new)
 
     def _set_from_store(self, mq: MessageQueue, offset: int) -> None:
         """What readOffset(READ_FROM_STORE) loads: not a commit by this consumer, so no event."""
         self.offset_table[mq] = offset
+        if self.changed is not None:
+            self.changed()
 
     def update_and_freeze_offset(self, mq: MessageQueue, offset: int) -> None:
         """5.2.0+ OFFSET_ILLEGAL: set the corrected offset and ignore later updates until removeOffset."""
@@ -59,7 +65,8 @@ class _OffsetTable:
 
     def remove_offset(self, mq: MessageQueue) -> None:
         """removeOffset (both stores, 4.9.8 and 5.3.3, #7740): forget the queue's entry and its freeze."""
-        self.offset_table.pop(mq, None)
+        if self.offset_table.pop(mq, None) is not None and self.changed is not None:
+            self.changed()
         self.frozen.discard(mq)
 
     def clone_offset_table(self, topic: str = "") -> dict[MessageQueue, int]:

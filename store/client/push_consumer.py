@@ -157,6 +157,8 @@ class DefaultMQPushConsumer:
         self.pull_message_service = DelayedTaskService("pull-message-service")
         self.consume_later_service = DelayedTaskService("consume-message-scheduled")
         self.rebalance_service: RebalanceService | None = None
+        self.offset_persist_service: PeriodicService | None = None
+        self.heartbeat_service: PeriodicService | None = None
         self._services: list = []
 
     # --- configuration -----------------------------------------------------------------------------------
@@ -207,16 +209,19 @@ class DefaultMQPushConsumer:
         self.rebalance_impl.offset_store = store
         store.load()
         self.rebalance_service = RebalanceService(self._run_rebalance, mono_ms)
+        self.offset_persist_service = PeriodicService(
+            "persist-consumer-offset", self._timed(self.persist_consumer_offset),
+            PERSIST_CONSUMER_OFFSET_INTERVAL_MS, PERSIST_CONSUMER_OFFSET_FIRST_DELAY_MS, mono_ms)
+        self.heartbeat_service = PeriodicService("heartbeat", self._timed(self.send_heartbeat),
+                                                 HEARTBEAT_BROKER_INTERVAL_MS, HEARTBEAT_FIRST_DELAY_MS, mono_ms)
         self._services = [
             self.rebalance_service,
-            PeriodicService("persist-consumer-offset", self._timed(self.persist_consumer_offset),
-                            PERSIST_CONSUMER_OFFSET_INTERVAL_MS, PERSIST_CONSUMER_OFFSET_FIRST_DELAY_MS, mono_ms),
+            self.offset_persist_service,
             self.pull_message_service,
             self.consume_later_service,
             PeriodicService("clean-expire-msg", self._timed(self.consume_message_service.clean_expire_msg),
                             self.consume_timeout_min * 60_000, self.consume_timeout_min * 60_000, mono_ms),
-            PeriodicService("heartbeat", self._timed(self.send_heartbeat), HEARTBEAT_BROKER_INTERVAL_MS,
-                            HEARTBEAT_FIRST_DELAY_MS, mono_ms),
+            self.heartbeat_service,
         ]
         self.service_state = RUNNING
         self.send_heartbeat()

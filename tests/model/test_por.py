@@ -5,6 +5,7 @@ un-violate a property, and the offsets it reasons about stay at or below the cur
 from __future__ import annotations
 
 import json
+from functools import cache
 
 import pytest
 
@@ -14,7 +15,7 @@ from model.properties import SAFETY
 from model.spec import ModelConfig, collapsible_ticks, successors
 from scenarios.check_cli import check_main
 
-from .test_reductions import CASES, DEFAULTS, _ids
+from .test_reductions import CASES, DEFAULTS, _checked, _ids
 
 # the default bounds of `rmqsim check` under every mutant take a minute: the slow tier
 SLOW_DEFAULTS = [pytest.param(case, marks=pytest.mark.slow, id=_ids(case)) for case in DEFAULTS]
@@ -23,8 +24,8 @@ SLOW_DEFAULTS = [pytest.param(case, marks=pytest.mark.slow, id=_ids(case)) for c
 @pytest.mark.parametrize("case", CASES + SLOW_DEFAULTS, ids=_ids)
 def test_por_gives_the_same_verdict_with_no_more_states(case):
     cfg, _name = case
-    reduced = check(cfg, max_states=200_000, por=True)
-    full = check(cfg, max_states=200_000)
+    reduced = check(cfg, max_states=200_000, por=True, retire=False, compact=False)  # POR on its own
+    full = _checked(cfg)  # check(cfg, max_states=200_000) unreduced, shared with test_reductions' tick tests
     assert reduced.graph.por == por.applicable(cfg) and not full.graph.por
     assert reduced.complete or reduced.violation is not None
     assert reduced.verdict() == full.verdict()
@@ -49,6 +50,7 @@ def test_por_is_off_where_the_graph_keeps_its_edges_or_the_mutant_ties_deliverie
     assert not por.applicable(tied) and not check(tied, por=True).graph.por
 
 
+@cache  # the commute test and the offsets test of a configuration walk the same graph
 def _whole_graph(cfg):
     """Every state of the unreduced graph, violating ones expanded too."""
     result = check(cfg, invariants=lambda s, c: None, symmetry=False, por=False, keep_states=True,
@@ -61,11 +63,14 @@ def _violated(s, cfg):
     return {name for name, prop in SAFETY if prop(s, cfg) is not None}
 
 
-SMALL = CASES + DEFAULTS[:1]
+# the small clean configurations and every model mutant; the default bounds (a whole graph of seconds, as in
+# test_reductions) in the slow tier, where clean-1m2l1c0f and clean-2m1l1c1f keep a crash in the default tier
+SMALL = [pytest.param(c, id=_ids(c)) for c in CASES] + [pytest.param(c, marks=pytest.mark.slow, id=_ids(c))
+                                                        for c in DEFAULTS[:1]]
 
 
 # POR is off where it does not apply (test_por_is_off_where_...): only the configurations it reduces
-@pytest.mark.parametrize("case", [c for c in SMALL if por.applicable(c[0])], ids=_ids)
+@pytest.mark.parametrize("case", [c for c in SMALL if por.applicable(c.values[0][0])])
 def test_kept_actions_commute_with_postponed_ones_and_never_unviolate(case):
     cfg, _name = case
     collapse = collapsible_ticks(cfg)
@@ -90,7 +95,7 @@ def test_kept_actions_commute_with_postponed_ones_and_never_unviolate(case):
         assert reduced_somewhere
 
 
-@pytest.mark.parametrize("case", SMALL, ids=_ids)
+@pytest.mark.parametrize("case", SMALL)
 def test_offsets_stay_at_or_below_the_cursor_and_the_pull_offset_while_up(case):
     """What por.py's visibility argument uses: while the broker is up, delayOffset.json <= offsetTable <=
     cursor for every level, and consumerOffset.json <= the broker's offset <= the pull offset."""

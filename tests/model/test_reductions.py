@@ -5,7 +5,6 @@ configurations and on every model mutant (tests/model/test_model_check.py's MUTA
 from __future__ import annotations
 
 import random
-from functools import cache
 
 import pytest
 
@@ -14,7 +13,7 @@ from model.checker import check
 from model.spec import MUTANTS, ModelConfig, initial_state, progress_rank, successors
 from model.symmetry import canonical, renamings_can_meet
 
-from .test_model_check import CLEAN, MUTANT_CASES
+from .test_model_check import CLEAN, MUTANT_CASES, _checked
 
 CASES = [(cfg, None) for cfg in CLEAN] + [
     (ModelConfig(**bounds, mutants=frozenset({name})), name) for name, (bounds, _p, _s) in sorted(MUTANT_CASES.items())]
@@ -35,13 +34,6 @@ def _tiered(cases, long_names=frozenset()):
     """``cases`` as parameters, the ones named in ``long_names`` (or LONG_CASE_IDS) marked slow."""
     return [pytest.param(c, marks=pytest.mark.slow, id=_ids(c)) if c[1] in long_names or _ids(c) in LONG_CASE_IDS
             else pytest.param(c, id=_ids(c)) for c in cases]
-
-
-@cache
-def _checked(cfg: ModelConfig, collapse_ticks: bool = True):
-    """``check`` at 200 000 states: the ticking run is shared by the edge-store and the tick-collapse tests
-    (without model/retire.py's reductions, which tests/model/test_retire.py judges on their own)."""
-    return check(cfg, max_states=200_000, collapse_ticks=collapse_ticks, retire=False, compact=False)
 
 
 def _ids(case):
@@ -160,7 +152,8 @@ def test_collapsed_ticks_give_the_same_verdict(case):
 
 def test_collapsed_ticks_save_states_and_a_trace_shows_the_jump():
     cfg = ModelConfig(messages=1, levels=2, max_retries=1, crashes=1, put_failures=0)
-    assert check(cfg).states < check(cfg, collapse_ticks=False).states
+    assert _checked(cfg).states < _checked(cfg, collapse_ticks=False).states  # whole graphs, shared
+    assert _checked(cfg).complete and _checked(cfg, collapse_ticks=False).complete
     v = check(ModelConfig(messages=1, levels=3, max_retries=1, crashes=0, put_failures=0, persist_points=0,
                           send_levels=(3,), mutants=frozenset({"retry_level_2_plus_r"}))).violation
     assert v is not None and v.prop == "retry_schedule"

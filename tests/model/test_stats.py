@@ -29,7 +29,7 @@ def test_percentile_is_nearest_rank():
 @pytest.fixture(scope="module")
 def stepped():
     # A backwards clock step: the broker clock and the simulator's clock disagree about lateness.
-    return run_scenario(load_builtin("backwards-clock-step"))
+    return builtin_run("backwards-clock-step")  # its summary and history, shared with test_builtins_checked
 
 
 def test_summary_has_one_lateness_by_level_and_it_is_model_stats(stepped):

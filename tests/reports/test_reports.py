@@ -4,6 +4,8 @@ exit codes, and the layering (matplotlib only in reports/, pyspark only in scena
 from __future__ import annotations
 
 import base64
+import contextlib
+import io
 import json
 import os
 import random
@@ -134,7 +136,7 @@ def synthetic_sweep(out: str, checked: bool = True, dlq: bool = True) -> str:
     return out
 
 
-def test_sweep_plots_draw_what_the_rows_say(tmp_path):
+def test_sweep_plots_draw_what_the_rows_say(tmp_path, sweep_report):
     from matplotlib.figure import Figure
 
     data = load_sweep(synthetic_sweep(str(tmp_path / "sweep")))
@@ -184,11 +186,12 @@ def test_sweep_plots_draw_what_the_rows_say(tmp_path):
     sweep_plots.draw_eras(ax, data, "rate", "violation rate")
     heights = [bar.get_height() for bar in ax.patches]
     assert len(heights) == 2 * 3 and max(heights[:3]) > 0 and heights[3:] == [0.0, 0.0, 0.0]
-    # and the PNG wrappers still write a picture of each
-    for name in ("heatmap", "curves", "time_to_dlq", "eras"):
-        path = getattr(sweep_plots, f"plot_{name}")(data, str(tmp_path / f"{name}.png"))
-        assert path is not None, name
-        assert_plausible_png(path)
+    # and the PNG wrappers still write a picture of each: the files the shared report drew with them
+    out, _code, _printed = sweep_report
+    written = sorted(os.listdir(os.path.join(out, "report-plots")))
+    for suffix in ("heatmap", "curves", "dlq", "eras"):
+        (name,) = [n for n in written if n.endswith(f"-{suffix}.png")]
+        assert_plausible_png(os.path.join(out, "report-plots", name))
 
 
 def test_sweep_plots_say_nothing_when_there_is_nothing_to_show(tmp_path):
@@ -201,29 +204,6 @@ def test_sweep_plots_say_nothing_when_there_is_nothing_to_show(tmp_path):
 
 def _embedded_pngs(html: str) -> list[bytes]:
     return [base64.b64decode(m) for m in re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html)]
-
-
-def test_run_report_is_one_self_contained_page(run_dir, tmp_path):
-    page = write_report(run_dir, str(tmp_path / "run.html"))
-    assert page.kind == "run" and page.plots == 2
-    html = open(page.path).read()
-    images = _embedded_pngs(html)
-    assert len(images) == 2 and all(img.startswith(b"\x89PNG") and len(img) > 15_000 for img in images)
-    assert "<b>Timeline.</b>" in html and "<b>Delivery lateness per level.</b>" in html
-    assert "report-sample" in html and "rmqsim run" in html
-    assert not re.search(r'src="(?!data:)', html), "every image must be embedded"
-
-
-def test_sweep_report_embeds_every_plot_and_lists_failing_runs(tmp_path):
-    out = synthetic_sweep(str(tmp_path / "sweep"))
-    page = write_report(out)
-    assert page.kind == "sweep" and page.plots == 4 and page.path == os.path.join(out, "report.html")
-    html = open(page.path).read()
-    assert len(_embedded_pngs(html)) == 4
-    for text in ("<b>Heatmap.</b>", "<b>Curves.</b>", "<b>Time to DLQ.</b>", "<b>Eras.</b>", "Failing runs",
-                 "RuntimeError: boom"):
-        assert text in html, text
-    assert page.violated and "runs" in page.violated[0]
 
 
 def _copy_run(run_dir, dest, holds: bool):
@@ -239,17 +219,67 @@ def _copy_run(run_dir, dest, holds: bool):
     return str(dest)
 
 
-def test_report_command_exit_codes(run_dir, tmp_path, capsys):
-    good = _copy_run(run_dir, tmp_path / "good-run", holds=True)
-    assert main(["report", good, "--out", str(tmp_path / "ok.html")]) == 0
-    assert "run report: 2 plots" in capsys.readouterr().out
+def _report_on_the_command_line(argv: list[str]) -> tuple[int, str]:
+    """``rmqsim report ...``: its exit code and what it printed (for module fixtures, which cannot use capsys)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(argv)
+    return code, out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def good_report(run_dir, tmp_path_factory):
+    """``rmqsim report`` on the sample run with every verdict set to hold, written once (two plots): the page's
+    contents and the exit code are judged on the same report."""
+    where = tmp_path_factory.mktemp("good-report")
+    good = _copy_run(run_dir, where / "good-run", holds=True)
+    path = str(where / "ok.html")
+    code, printed = _report_on_the_command_line(["report", good, "--out", path])
+    return path, code, printed
+
+
+def test_run_report_is_one_self_contained_page(good_report):
+    path, _code, printed = good_report
+    assert printed == f"wrote {path} (run report: 2 plots)\n"
+    html = open(path).read()
+    images = _embedded_pngs(html)
+    assert len(images) == 2 and all(img.startswith(b"\x89PNG") and len(img) > 15_000 for img in images)
+    assert "<b>Timeline.</b>" in html and "<b>Delivery lateness per level.</b>" in html
+    assert "report-sample" in html and "rmqsim run" in html
+    assert not re.search(r'src="(?!data:)', html), "every image must be embedded"
+
+
+@pytest.fixture(scope="module")
+def sweep_report(tmp_path_factory):
+    """``rmqsim report`` on the synthetic sweep, written once (four plots, seconds): the page's contents, the
+    PNG wrappers and the exit code are judged on the same report."""
+    out = synthetic_sweep(str(tmp_path_factory.mktemp("sweep-report") / "sweep"))
+    code, printed = _report_on_the_command_line(["report", out])
+    return out, code, printed
+
+
+def test_sweep_report_embeds_every_plot_and_lists_failing_runs(sweep_report):
+    out, _code, printed = sweep_report
+    path = os.path.join(out, "report.html")
+    lines = printed.splitlines()
+    assert lines[0] == f"wrote {path} (sweep report: 4 plots)", lines
+    assert lines[1].startswith("  the sweep has invariant violations: [") and "runs" in lines[1], lines
+    html = open(path).read()
+    assert len(_embedded_pngs(html)) == 4
+    for text in ("<b>Heatmap.</b>", "<b>Curves.</b>", "<b>Time to DLQ.</b>", "<b>Eras.</b>", "Failing runs",
+                 "RuntimeError: boom"):
+        assert text in html, text
+
+
+def test_report_command_exit_codes(run_dir, good_report, sweep_report, tmp_path, capsys):
+    assert good_report[1] == 0 and "run report: 2 plots" in good_report[2]  # the shared report of a run that holds
     # a run with a violated invariant: the page is written, the exit code says so
     bad = _copy_run(run_dir, tmp_path / "bad-run", holds=False)
     assert main(["report", bad]) == 1
     assert "lost on purpose" in open(os.path.join(bad, "report.html")).read()
-    assert main(["report", synthetic_sweep(str(tmp_path / "sweep"))]) == 1
+    assert sweep_report[1] == 1  # a sweep with violations: the shared report's exit code
     capsys.readouterr()
-    for argv in (["report", str(tmp_path / "missing")], ["report", str(tmp_path / "sweep" / "runs")],
+    for argv in (["report", str(tmp_path / "missing")], ["report", os.path.join(sweep_report[0], "runs")],
                  ["report", run_dir, "--out", str(tmp_path / "page.png")]):
         assert main(argv) == 2
         err = capsys.readouterr().err.strip().splitlines()

@@ -121,12 +121,26 @@ def _events(result, kind):
     return [e for e in result.history.events if e["kind"] == kind]
 
 
-# --- (1) a store a scenario wrote to the OS disk ----------------------------------------------------------------
-def test_pending_delayed_messages_of_a_are_delivered_in_b(store_of_a):
+@pytest.fixture(scope="module")
+def b_on_a(store_of_a):
+    """B started on A's store (memory disk), run once: the digests of A's store before and after, and the run
+    (its history validated against the strict schema, which the suite's autouse fixture turns on only later)."""
+    import sim.history
+
     before = _tree_digest(store_of_a)
     scenario = _scenario(SCENARIO_B, "b.toml")
-    result = run_scenario(scenario, from_store=_image(store_of_a, scenario))
-    assert _tree_digest(store_of_a) == before  # DIR is never modified
+    strict, sim.history.STRICT = sim.history.STRICT, True
+    try:
+        result = run_scenario(scenario, from_store=_image(store_of_a, scenario))
+    finally:
+        sim.history.STRICT = strict
+    return before, _tree_digest(store_of_a), result
+
+
+# --- (1) a store a scenario wrote to the OS disk ----------------------------------------------------------------
+def test_pending_delayed_messages_of_a_are_delivered_in_b(store_of_a, b_on_a):
+    before, after, result = b_on_a
+    assert after == before  # DIR is never modified
     validate_history(result.history.events)
     preloaded = _events(result, "preloaded")
     pending = sorted({e["msg_id"] for e in preloaded if e["state"] == "pending"})
@@ -177,13 +191,12 @@ def test_a_broker_that_drops_one_preloaded_message_fails_no_loss(store_of_a, mon
     assert "waiting at delay level 16 in the store at the start" in lateness["violations"][0]["explanation"]
 
 
-def test_a_dead_letter_delivered_again_fails_dlq_after_max_retries(store_of_a, monkeypatch):
+def test_a_dead_letter_delivered_again_fails_dlq_after_max_retries(b_on_a):
     """Planted bug: the store's dead letters lose their DLQ copy in the population (as if they were still owed)
     and the run re-sends one; the check must see the DLQ'd message come back through a retry."""
     from model import invariants
 
-    scenario = _scenario(SCENARIO_B, "b.toml")
-    result = run_scenario(scenario, from_store=_image(store_of_a, scenario))
+    result = b_on_a[2]  # the run the test above judges, made once
     events = result.history.events
     dead = next(e for e in events if e["kind"] == "preloaded" and e["topic"] == "%DLQ%GroupA")
     t = events[-1]["t_ms"]

@@ -173,7 +173,7 @@ def test_builtin_scenarios_with_faults_log_no_unexplained_error(name):
 
 
 def test_an_injected_faults_error_lines_are_explained():
-    result = run_scenario(load_builtin("rebuild-errors-4x"), check=check_run)
+    result = builtin_run("rebuild-errors-4x")  # checked by check_run, shared with test_builtins_checked
     errors = log_events(result, "ERROR")
     assert errors and {e["fault_site"] for e in errors} == {"schedule.rebuild"}
     verdict = result.summary["invariants"]["no_unexpected_errors"]

@@ -1,10 +1,11 @@
 """Skipping provably idle work gives the identical history: every built-in and a fault-heavy sample.
 
 A skipping run (the default) sleeps through idle polls, flush rounds that would change nothing, a dormant
-timer's clockwork (store/timer/dormancy.py) and, without a planned power failure, the kernel's writeback; a
-faithful run (``faithful_polling``) steps every poll and round. Both must record the same history, byte for
-byte, and leave the timer's files (checkpoint, wheel, timer log) identical whenever a crash, a shutdown or
-the end of the run can see them.
+timer's clockwork (store/timer/dormancy.py), consumers' offset persists that re-send what the broker holds
+(sim/client_skips.py) and, without a planned power failure, the kernel's writeback; a faithful run
+(``faithful_polling``) steps every poll and round. Both must record the same history, byte for byte, and leave
+the timer's files (checkpoint, wheel, timer log) and consumerOffset.json (its 5.x dataVersion counts commits)
+identical whenever a crash, a shutdown or the end of the run can see them.
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ from sim.broker_host import BrokerHost
 from sim.run import run_scenario
 
 TIMER_FILES = ("config/timercheck", "timerwheel", "timerlog/")
+# The offset files' 5.x dataVersion counts the commits that skipping leaves out. Their page-cache bytes only: a
+# skipping run without a planned power failure leaves the kernel's writeback out, so the platter may lag.
+OFFSET_FILES = ("config/consumerOffset.json", "config/delayOffset.json")
 
 FAULT_HEAVY = """
 name = "fault-heavy"
@@ -88,31 +92,31 @@ clock_steps = [{ at = "45s", by = "25s" }, { at = "100s", by = "-40s" }, { at = 
 """
 
 
-def _timer_files(disk) -> dict:
-    """The timer's files as the page cache and the platter hold them."""
-    return {path: (bytes(f.data), bytes(f.durable)) for path, f in sorted(disk._files.items())
-            if path.startswith(TIMER_FILES)}
+def _watched_files(disk) -> dict:
+    """The timer's files as the page cache and the platter hold them, the offset files as the page cache does."""
+    return {path: (bytes(f.data), bytes(f.durable)) if path.startswith(TIMER_FILES) else bytes(f.data)
+            for path, f in sorted(disk._files.items()) if path.startswith(TIMER_FILES + OFFSET_FILES)}
 
 
 def _run_seen(monkeypatch, scenario, seed, era, faithful):
-    """A run, with the timer's files as every crash and shutdown found them (after it looked: a crash's own
+    """A run, with the watched files as every crash and shutdown found them (after it looked: a crash's own
     power failure included) and as the run left them."""
     seen = []
     crash, stop = BrokerHost.crash, BrokerHost.stop
 
     def crash_broker(host, *args, **kwargs):
         crash(host, *args, **kwargs)
-        seen.append((host.world.now_mono(), _timer_files(host.world.disk)))
+        seen.append((host.world.now_mono(), _watched_files(host.world.disk)))
 
     def stop_broker(host, *args, **kwargs):
         stop(host, *args, **kwargs)
-        seen.append((host.world.now_mono(), _timer_files(host.world.disk)))
+        seen.append((host.world.now_mono(), _watched_files(host.world.disk)))
 
     monkeypatch.setattr(BrokerHost, "crash", crash_broker)
     monkeypatch.setattr(BrokerHost, "stop", stop_broker)
     result = run_scenario(scenario, seed, era=era, faithful_polling=faithful)
     monkeypatch.undo()
-    return result, seen + [("end", _timer_files(result.world.disk))]
+    return result, seen + [("end", _watched_files(result.world.disk))]
 
 
 def _same_history(scenario, seed=None, era=None, monkeypatch=None):
@@ -124,7 +128,7 @@ def _same_history(scenario, seed=None, era=None, monkeypatch=None):
         faithful, faithful_seen = _run_seen(monkeypatch, scenario, seed, era, True)
         assert [t for t, _ in skipping_seen] == [t for t, _ in faithful_seen]
         for (at, files), (_, expected) in zip(skipping_seen, faithful_seen, strict=True):
-            assert files == expected, f"the timer's files differ at {at}"
+            assert files == expected, f"the watched files differ at {at}"
     assert skipping.history.to_jsonl() == faithful.history.to_jsonl()
     return skipping, faithful
 

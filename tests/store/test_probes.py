@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import ast
 import pathlib
-from functools import cache
 
 import sim.world
 from scenarios.catalogue import load_builtin
 from sim.run import run_scenario
 from store.probes import CATALOGUE, NO_PROBES, ProbeCollector, never_hit
+
+from ..shared_runs import builtin_run
 
 STORE = pathlib.Path(__file__).resolve().parents[2] / "store"
 
@@ -46,9 +47,9 @@ def test_no_probes_costs_nothing_and_the_collector_counts():
     assert "timer.roll" in never_hit(collector.as_dict())
 
 
-@cache
-def summary(name: str, seed: int = 1) -> dict:
-    return run_scenario(load_builtin(name), seed, check=False).summary
+def summary(name: str) -> dict:
+    """The built-in's run at its own seed (its probes and history hash), shared with the modules that judge it."""
+    return builtin_run(name).summary
 
 
 def test_a_probe_fires_on_its_path_and_not_elsewhere():

@@ -1,0 +1,123 @@
+"""Skipped consumer rounds (sim/client_skips.py): the same history and offset files as sending every offset
+persist and heartbeat, and each skip's conditions shown necessary by planting their absence."""
+
+from __future__ import annotations
+
+import pytest
+
+from scenarios.scenario import load_scenario_text
+from sim.broker_host import BrokerHost
+from sim.client_skips import ClientSkips
+from sim.run import run_scenario
+from store.client.push_consumer import DefaultMQPushConsumer
+from store.consumer_offset import ConsumerOffsetManager
+from store.service import IDLE_FOREVER
+
+from .test_skip_equivalence import _same_history
+
+# Eight queues and two instances: many re-sent offsets per round, so 5.x's version counter crosses a step
+# (every 500 commits) while the consumers are idle; a broker crash and a consumer crash in between.
+IDLE_OFFSETS = """
+name = "idle-offsets"
+seed = 3
+duration = "10s"
+drain = "6m"
+[[topic]]
+name = "T"
+queues = 8
+[[producer]]
+topic = "T"
+messages = 40
+rate = "8/s"
+delay_levels = [1, 3]
+[[consumer]]
+group = "G"
+topic = "T"
+instances = 2
+fail_probability = 0.2
+[faults]
+process_crashes = 1
+consumer_crashes = 1
+"""
+
+
+def _scenario():
+    return load_scenario_text(IDLE_OFFSETS, "idle-offsets")
+
+
+def test_skipped_persists_give_the_history_and_files_of_sending_them(monkeypatch):
+    skipping, faithful = _same_history(_scenario(), monkeypatch=monkeypatch)
+    assert {"crash", "restart", "consume"} <= {e["kind"] for e in skipping.history.events}
+    manager = skipping.world.brokers.broker.consumer_offset_manager
+    assert manager.data_version.counter >= 1  # a version step fell while the consumers were idle
+
+
+@pytest.mark.parametrize(("method", "least"), [("persist_consumer_offset", 100), ("send_heartbeat", 20)])
+def test_most_rounds_are_skipped(method, least, monkeypatch):
+    rounds = {False: 0, True: 0}
+    original = getattr(DefaultMQPushConsumer, method)
+    faithful = False
+
+    def counted(consumer):
+        rounds[faithful] += 1
+        original(consumer)
+
+    monkeypatch.setattr(DefaultMQPushConsumer, method, counted)
+    for faithful in (False, True):
+        run_scenario(_scenario(), faithful_polling=faithful)
+    assert rounds[True] > least  # two consumers, every 5 s (30 s) for about 6 minutes
+    assert rounds[False] * 3 < rounds[True]
+
+
+def _plant(monkeypatch, what: str) -> None:
+    if what == "any_offset_counts_as_the_brokers":
+        def commits_per_round(self, entry):
+            consumer = entry.consumer
+            if self.world.brokers.broker is None or consumer.service_state != "RUNNING":
+                return None
+            return len(consumer.offset_store.offset_table)
+        monkeypatch.setattr(ClientSkips, "_commits_per_round", commits_per_round)
+    else:  # no_version_bound: skip past the version step, the counter moved without it
+        idle_until = ClientSkips._idle_until
+        monkeypatch.setattr(ClientSkips, "_idle_until",
+                            lambda self, entry: None if idle_until(self, entry) is None else IDLE_FOREVER)
+        monkeypatch.setattr(ConsumerOffsetManager, "account_skipped_commits",
+                            lambda self, count: setattr(self, "_version_change_counter",
+                                                        self._version_change_counter + count))
+
+
+@pytest.mark.parametrize("what", ["any_offset_counts_as_the_brokers", "no_version_bound"])
+def test_a_skip_without_its_condition_changes_the_offset_file(what):
+    plant, seen = pytest.MonkeyPatch(), pytest.MonkeyPatch()
+    _plant(plant, what)
+    try:
+        with pytest.raises(AssertionError, match="differ"):
+            _same_history(_scenario(), monkeypatch=seen)
+    finally:
+        seen.undo()
+        plant.undo()
+
+
+def test_a_heartbeat_is_skipped_only_while_the_broker_up_holds_the_client(monkeypatch):
+    """Right after a restart the broker holds no client: each consumer's next heartbeat must run (a broker that
+    forgot the client answers its rebalances "no consumer for this group"); after a heartbeat it is held."""
+    seen, after_heartbeat = [], []
+    restart, heartbeat = BrokerHost.restart, DefaultMQPushConsumer.send_heartbeat
+    world = None
+
+    def restarted(host):
+        nonlocal world
+        world = host.world
+        restart(host)
+        seen.append([world.client_skips._registered(c) for c, _ in world.clients.consumers.values()])
+
+    def beat(consumer):
+        heartbeat(consumer)
+        if world is not None and world.brokers.broker is not None:
+            after_heartbeat.append(world.client_skips._registered(consumer))
+
+    monkeypatch.setattr(BrokerHost, "restart", restarted)
+    monkeypatch.setattr(DefaultMQPushConsumer, "send_heartbeat", beat)
+    run_scenario(_scenario())
+    assert seen == [[False, False]]
+    assert after_heartbeat and all(after_heartbeat)
