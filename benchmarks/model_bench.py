@@ -1,10 +1,12 @@
 """The model checker: states, edges, states/s, peak memory and the symmetry reduction, per configuration.
 
-    .venv/bin/python benchmarks/model_bench.py [--only NAME]... [--seconds 1800] [--memory-mb 2048] [--json]
+    .venv/bin/python benchmarks/model_bench.py [--only NAME]... [--seconds 1800] [--memory-mb 2048]
+        [--reduce off|retire|compact]... [--json]
 
 Each configuration runs in a fresh process (peak RSS is that process's ``ru_maxrss``), with symmetry
 reduction and, when ``--no-symmetry`` is given too, without it (the reduction factor is the ratio of
-the two state counts). The machine is usually shared: states per CPU second is the figure to compare,
+the two state counts); with model/retire.py's reductions as ``--reduce`` says (compact by default; give
+``--reduce off --reduce compact`` for the retire factor). The machine is usually shared: states per CPU second is the figure to compare,
 and the load average is printed with every row. Wall time is measured here, never asserted in tests.
 """
 
@@ -34,10 +36,11 @@ def run_one(spec: dict) -> dict:
     from model.checker import check
     from model.spec import ModelConfig
 
+    reduce = spec.get("reduce", "compact")  # model/retire.py: "off", "retire" or "compact" (the default)
     result = check(ModelConfig(**spec["bounds"]), symmetry=spec["symmetry"], max_seconds=spec.get("seconds"),
-                   memory_mb=spec.get("memory_mb"))
+                   memory_mb=spec.get("memory_mb"), retire=reduce != "off", compact=reduce == "compact")
     st = result.stats()
-    return {"bounds": spec["bounds"], "symmetry": spec["symmetry"], "verdict": result.verdict(),
+    return {"bounds": spec["bounds"], "symmetry": spec["symmetry"], "reduce": reduce, "verdict": result.verdict(),
             "stop": result.stop, "states": result.states, "edges": result.edges, "depth": result.depth,
             "seconds": round(result.seconds, 1), "cpu_seconds": round(result.cpu_seconds, 1),
             "liveness_seconds": st["liveness_seconds"],
@@ -59,6 +62,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=1800.0)
     parser.add_argument("--memory-mb", type=float, default=2048.0)
     parser.add_argument("--no-symmetry", action="store_true", help="also run without symmetry (reduction factor)")
+    parser.add_argument("--reduce", action="append", choices=("off", "retire", "compact"),
+                        help="model/retire.py's reductions: off, retire (persisted offsets) or compact (also the "
+                             "processed queue prefixes, the default); repeat to compare")
     parser.add_argument("--json", action="store_true", help="print only the JSON summary")
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -67,20 +73,24 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     rows = []
     for name in args.only or list(CONFIGS):
-        for symmetry in (True, False) if args.no_symmetry else (True,):
+        for symmetry, reduce in [(sym, red) for sym in ((True, False) if args.no_symmetry else (True,))
+                                 for red in args.reduce or ["compact"]]:
             row = in_fresh_process({"bounds": CONFIGS[name], "symmetry": symmetry, "seconds": args.seconds,
-                                    "memory_mb": args.memory_mb})
+                                    "memory_mb": args.memory_mb, "reduce": reduce})
             row["name"] = name
             rows.append(row)
             if not args.json:
-                print(f"{name} {'sym  ' if symmetry else 'nosym'} {row['verdict']:10} {row['states']:>10} states "
-                      f"{row['edges']:>10} edges {row['seconds']:>8.1f} s ({row['cpu_seconds']:.1f} cpu) "
+                print(f"{name} {'sym  ' if symmetry else 'nosym'} {reduce:8} {row['verdict']:10} "
+                      f"{row['states']:>10} states {row['edges']:>10} edges depth {row['depth']:>3} {row['seconds']:>8.1f} s ({row['cpu_seconds']:.1f} cpu) "
                       f"{row['states_per_s']:>6} st/s {row['states_per_cpu_s']:>6} st/cpu-s "
                       f"{row['peak_rss_mb']:>5} MiB  load {row['load']:.1f}", flush=True)
     for name in {r["name"] for r in rows}:
-        pair = {r["symmetry"]: r for r in rows if r["name"] == name}
+        pair = {r["symmetry"]: r for r in rows if r["name"] == name and r["reduce"] == "compact"}
         if len(pair) == 2 and pair[True]["verdict"] == pair[False]["verdict"] == "ok":
             pair[True]["reduction_factor"] = round(pair[False]["states"] / pair[True]["states"], 2)
+        by_reduce = {r["reduce"]: r for r in rows if r["name"] == name and r["symmetry"]}
+        if "off" in by_reduce and "compact" in by_reduce:
+            by_reduce["compact"]["retire_factor"] = round(by_reduce["off"]["states"] / by_reduce["compact"]["states"], 2)
     if args.json:
         print(json.dumps({"cpus": os.cpu_count(), "rows": rows}))
     return 0

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from . import por as _por
+from . import retire as _retire
 from .liveness import (
     cycle_through,
     fair_components,
@@ -151,6 +152,8 @@ class StateGraph:
         self.collapse_ticks = False  # the clock jumped to the next due instant (spec.collapsible_ticks)
         self.por = False  # partial-order reduction: only a stubborn subset of successors expanded (model/por.py)
         self.por_pruned = 0  # successors that partial-order reduction left out
+        self.retire = False  # persisted offsets forgotten once no crash can come (model/retire.py)
+        self.compact = False  # and the processed prefixes of the queues dropped (model/retire.py)
 
     def __len__(self) -> int:
         return len(self.parent)
@@ -235,6 +238,7 @@ class CheckResult:
     fair_sccs: int = 0
     store_mb: float = 0.0  # fingerprint table + graph columns + packed frontier, at its largest
     canon: Callable[[State], State] = field(default=identity, repr=False)  # the canonical form the graph holds
+    renaming: Callable[[State], State] = field(default=identity, repr=False)  # its symmetry part (canonical or not)
 
     @property
     def states(self) -> int:
@@ -275,6 +279,7 @@ class CheckResult:
                 "nontrivial_sccs": self.nontrivial_sccs, "fair_sccs": self.fair_sccs,
                 "symmetry": self.symmetry, "fairness": self.fairness, "acyclic": self.graph.acyclic,
                 "por": self.graph.por, "por_pruned": self.graph.por_pruned,
+                "retire": self.graph.retire, "compact": self.graph.compact,
                 "stop": self.stop}
 
     def verdict(self) -> str:
@@ -310,6 +315,8 @@ def check(
     store_edges: bool | None = None,
     collapse_ticks: bool = True,
     por: bool = False,
+    retire: bool = True,
+    compact: bool = True,
 ) -> CheckResult:
     """Explore every state reachable from the initial one; stop at the first violation or a limit.
 
@@ -325,12 +332,15 @@ def check(
     ``collapse_ticks``: on such an acyclic search, let time jump to the next due instant (see
     ``spec.collapsible_ticks``); a trace then shows ``tick ticks=N``.
     ``por``: on such an acyclic search, expand a stubborn subset of each state's successors (model/por.py).
+    ``retire``: on such an acyclic search, forget the persisted offsets once no crash can come; ``compact``:
+    also drop the queues' processed prefixes then (model/retire.py; ``compact`` implies ``retire``).
     """
     cfg.validate()
     options = dict(symmetry=symmetry, fairness=fairness, max_states=max_states, memory_mb=memory_mb,
                    max_seconds=max_seconds, progress=progress, invariants=invariants,
                    explore_after_violation=explore_after_violation, keep_states=keep_states,
-                   keep_states_until=keep_states_until, collapse_ticks=collapse_ticks, por=por)
+                   keep_states_until=keep_states_until, collapse_ticks=collapse_ticks, por=por,
+                   retire=retire, compact=compact)
     if store_edges is None:
         store_edges = keep_states or cfg.put_failures is None
     # States are tuples of ints and bools: the search makes no reference cycles, and the cyclic collector's
@@ -349,6 +359,17 @@ def check(
             gc.enable()
 
 
+def _then(first: Callable[[State], State], second: Callable[[State], State]) -> Callable[[State], State]:
+    """``second`` after ``first`` (the symmetry form after retire's representative: renaming last)."""
+    if second is identity:
+        return first
+
+    def both(s: State) -> State:
+        return second(first(s))
+
+    return both
+
+
 class _RankDidNotDrop(Exception):
     """An edge that does not lower spec.progress_rank: the graph may have cycles, so edges are needed."""
 
@@ -357,16 +378,21 @@ def _explore(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_states: in
              max_seconds: float | None, progress: Callable[[int, int, int], None] | None,
              invariants: Callable[[State, ModelConfig], tuple[str, str] | None], explore_after_violation: int,
              keep_states: bool, keep_states_until: int | None, store_edges: bool,
-             collapse_ticks: bool, por: bool) -> CheckResult:
-    canon = canonical if symmetry and renamings_can_meet(cfg.send_levels) else identity
+             collapse_ticks: bool, por: bool, retire: bool, compact: bool) -> CheckResult:
+    canon = renaming = canonical if symmetry and renamings_can_meet(cfg.send_levels) else identity
     g = StateGraph(keep_states)
     g.acyclic = not store_edges
     # Tick collapsing keeps safety and terminal states, not fair cycles: only on a graph proven acyclic.
     g.collapse_ticks = collapse = not store_edges and collapse_ticks and collapsible_ticks(cfg)
     # Partial-order reduction relies on the acyclic graph for its cycle proviso (model/por.py).
     g.por = reduce = not store_edges and por and _por.applicable(cfg)
+    # Forgetting what only a crash reads keeps safety and terminal states: only on a graph proven acyclic.
+    representative = _retire.reducer(cfg, retire, compact) if not store_edges else None
+    if representative is not None:
+        g.retire, g.compact = True, compact
+        canon = _then(representative, canon)
     pruned = 0
-    result = CheckResult(cfg, symmetry, fairness, g, canon=canon)
+    result = CheckResult(cfg, symmetry, fairness, g, canon=canon, renaming=renaming)
     start = time.perf_counter()  # wall-clock ok: statistics and the time limit only
     cpu_start = time.process_time()  # wall-clock ok: statistics only
     seen = FingerprintSet()
@@ -489,6 +515,7 @@ def _explore(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_states: in
         result.liveness_seconds = time.perf_counter() - t0  # wall-clock ok
     if result.violation is not None:
         _replay(result.violation, g, cfg, canon, symmetry)
+        _explain_concretely(result.violation, cfg, invariants)
     result.seconds = time.perf_counter() - start  # wall-clock ok
     result.cpu_seconds = time.process_time() - cpu_start  # wall-clock ok
     result.peak_rss_mb = max(result.peak_rss_mb, rss_mb())
@@ -572,6 +599,18 @@ def _replay(v: Violation, g: StateGraph, cfg: ModelConfig, canon: Callable[[Stat
         v.cycle_steps = walk(v.cycle_ids, len(v.steps))
 
 
+def _explain_concretely(v: Violation, cfg: ModelConfig,
+                        invariants: Callable[[State, ModelConfig], tuple[str, str] | None]) -> None:
+    """The explanation said again of the trace's last concrete state: the search judged the canonical one,
+    whose message names (symmetry) and offsets (model/retire.py's compaction) need not be the trace's."""
+    if v.cycle_steps or not v.steps:
+        return
+    final = v.steps[-1].state
+    again = invariants(final, cfg) if v.kind == "safety" else check_terminal(final, cfg)
+    if again is not None and again[0] == v.prop:
+        v.explanation = again[1]
+
+
 def format_stats(result: CheckResult) -> str:
     st = result.stats()
     cfg = result.config
@@ -586,5 +625,6 @@ def format_stats(result: CheckResult) -> str:
             f"peak {st['peak_rss_mb']:.0f} MiB; symmetry {'on' if result.symmetry else 'off'}"
             f"{', ticks collapsed' if result.graph.collapse_ticks else ''}"
             f"{', acyclic (no edges kept)' if result.graph.acyclic else ''}"
-            f"{', partial-order reduction on' if result.graph.por else ''}")
+            f"{', partial-order reduction on' if result.graph.por else ''}"
+            f"{', queues compacted' if result.graph.compact else ', persisted offsets retired' if result.graph.retire else ''}")
     return head + "\n" + body

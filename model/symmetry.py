@@ -7,7 +7,9 @@ whose histories are swapped everywhere at once.
 
 The canonical form sorts the message records by the position of each message's first stored copy
 (levels in order, then TopicTest, %RETRY%G and %DLQ%G, each in queue order) and renames the copies
-to match; unsent messages, which appear nowhere, follow sorted by send level. A renaming of the
+to match; messages that appear nowhere follow sorted by their record: unsent ones by send level, and
+(model/retire.py's compaction drops processed copies) sent ones whose copies were all dropped, whose
+record is then all that is left of them. A renaming of the
 messages permutes the records and the names in the queues together, so it leaves this form
 unchanged: the form is a canonical representative of the state's orbit.
 """
@@ -31,9 +33,13 @@ def canonical(s: State) -> State:
             if not seen[c.msg]:
                 seen[c.msg] = True
                 order.append(c.msg)
+    for m, _r in s.dlq:
+        if not seen[m]:
+            seen[m] = True
+            order.append(m)
     if len(order) < n:
         unsent = [i for i in range(n) if not seen[i]]
-        unsent.sort(key=lambda i: s.msgs[i].level)
+        unsent.sort(key=lambda i: s.msgs[i])
         order.extend(unsent)
     if all(old == new for new, old in enumerate(order)):
         return s

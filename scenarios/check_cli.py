@@ -83,6 +83,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--por", action="store_true",
                    help="partial-order reduction (model/por.py) on searches whose graph is proven acyclic: 2-12%% "
                         "fewer states on the small configurations for about 8%% more time per state, so off by default")
+    p.add_argument("--no-compact", action="store_true",
+                   help="keep the queues' processed prefixes once no crash can come (default: drop them, "
+                        "model/retire.py, on searches whose graph is proven acyclic)")
+    p.add_argument("--no-retire", action="store_true",
+                   help="keep the persisted offsets and the persist budget once no crash can come (default: forget "
+                        "them, model/retire.py, on searches whose graph is proven acyclic); implies --no-compact")
     p.add_argument("--compare-symmetry", action="store_true",
                    help="also explore without symmetry reduction and report the reduction factor")
     p.add_argument("--max-states", type=int, default=200_000_000, metavar="N", help="stop after N states")
@@ -123,12 +129,12 @@ def run(args: argparse.Namespace) -> int:
     keep = dict(keep_states=bool(args.graph), keep_states_until=None if args.force_graph else GRAPH_MAX_STATES)
     with _progress_bar(not args.no_progress) as progress:
         result = check(cfg, symmetry=not args.no_symmetry, progress=progress, explore_after_violation=after,
-                       collapse_ticks=not args.no_tick_collapse, por=args.por, **keep, **limits)
+                       collapse_ticks=not args.no_tick_collapse, por=args.por, **_retire_options(args), **keep, **limits)
     other: CheckResult | None = None
     if args.compare_symmetry:
         with _progress_bar(not args.no_progress) as progress:
             other = check(cfg, symmetry=args.no_symmetry, progress=progress,
-                          collapse_ticks=not args.no_tick_collapse, por=args.por, **limits)
+                          collapse_ticks=not args.no_tick_collapse, por=args.por, **_retire_options(args), **limits)
     files: list[str] = []
     refused = bool(args.graph) and not result.graph.keep_states
     if args.graph and not refused:
@@ -160,6 +166,11 @@ def run(args: argparse.Namespace) -> int:
               f"the check is incomplete (raise the limit or shrink the bounds)", file=sys.stderr)
         return EXIT_BAD_INPUT
     return EXIT_OK
+
+
+def _retire_options(args: argparse.Namespace) -> dict:
+    """model/retire.py's two switches (compacting the queues needs the persisted offsets forgotten)."""
+    return {"retire": not args.no_retire, "compact": not (args.no_retire or args.no_compact)}
 
 
 @contextlib.contextmanager

@@ -36,8 +36,9 @@ from store.mutants import CATALOGUE
 @cache
 def _checked(cfg: ModelConfig, collapse_ticks: bool = True):
     """``check`` at 200 000 states, once per configuration: shared by the clean whole-state-space test below,
-    test_reductions' edge-store and tick-collapse tests and test_por's same-verdict test."""
-    return check(cfg, max_states=200_000, collapse_ticks=collapse_ticks)
+    test_reductions' edge-store and tick-collapse tests and test_por's same-verdict test; without
+    model/retire.py's reductions (the edge store turns them off), which tests/model/test_retire.py judges."""
+    return check(cfg, max_states=200_000, collapse_ticks=collapse_ticks, retire=False, compact=False)
 
 
 CLEAN = [
@@ -295,7 +296,7 @@ SLOW_BEFORE = {4, 5}
     pytest.param(*case, id=f"case{i}", marks=[pytest.mark.slow] if i in SLOW_BEFORE else [])
     for i, case in enumerate(BEFORE)])
 def test_the_search_finds_the_same_states_edges_and_verdicts_as_before(bounds, options, before):
-    result = check(ModelConfig(**bounds), **options)
+    result = check(ModelConfig(**bounds), **{"retire": False, "compact": False, **options})  # the unreduced search
     v = result.violation
     got = (result.states, result.edges, result.verdict(), v and v.prop, v and len(v.steps),
            v and len(v.cycle_steps))

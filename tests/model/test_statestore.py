@@ -61,10 +61,11 @@ def test_fingerprints_count_exactly_the_distinct_states_and_are_the_same_in_ever
 
 def test_states_rebuilt_from_parent_pointers_are_the_states_explored():
     cfg = ModelConfig(messages=2, levels=1, max_retries=1, crashes=0)
-    kept = check(cfg, keep_states=True, store_edges=False)  # the default search: ticks collapsed, POR on
+    kept = check(cfg, keep_states=True, store_edges=False)  # the default search: ticks collapsed, queues compacted
     bare = check(cfg)
+    assert bare.graph.compact and bare.renaming is canonical
     ids = list(range(0, kept.states, 7))
-    assert canonical_states(bare.graph, cfg, ids, canonical, True) == [kept.graph.states[i] for i in ids]
+    assert canonical_states(bare.graph, cfg, ids, bare.canon, True) == [kept.graph.states[i] for i in ids]
 
 
 def test_nontrivial_only_skips_single_nodes_without_a_loop():
