@@ -1,10 +1,13 @@
 """Skipping consumers' periodic rounds that change nothing: the 30 s heartbeat of a client the broker has
-registered, and the 5 s offset persist while it only re-sends what the broker holds.
+registered, the 20 s rebalance that would keep the allocation, and the 5 s offset persist while it only
+re-sends what the broker holds.
 
 A heartbeat registers the client, its topics and (for a known group) its retry topic; once all of them are in
 the broker's tables nothing takes them out but the broker's death or the client's own, so a round changes
 nothing while the broker that registered it is up. A crash or stop of the broker re-asks every consumer: its
-rounds then fail (and log) for real.
+rounds then fail (and log) for real. A rebalance keeps everything while the routes, the group's members and the
+held queues stay and no held queue's last pull grows older than pullMaxIdleTime; a member change wakes it
+anyway, a topic change or a clock step re-asks it.
 
 ``persistAll`` sends every owned queue's offset one-way every 5 s, for the whole run. When each offset it
 would send is the one the broker's table already holds, a round changes no table, writes no file and logs
@@ -37,7 +40,7 @@ class _Entry:
     def __init__(self, owner: str, consumer, service, rank: int) -> None:
         self.owner = owner  # the consumer's timed owner
         self.consumer = consumer
-        self.service = service
+        self.service = service  # its offset persist
         self.rank = rank
         self.commits_per_round = 0  # what each skipped round owes the counter (fixed while it skips)
         self.skipping = False
