@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from store.commit_log import SCHEDULE_TOPIC
+from store.fastjson import loads
 from store.faults import FAIL, SITE_SCHEDULE_DELIVER, SITE_SCHEDULE_REBUILD
 from store.message import PROPERTY_DELAY_TIME_LEVEL
 
@@ -195,3 +196,24 @@ def test_4_9_8_shutdown_order():
     """DefaultMessageStore.shutdown (4.9.8) stops the schedule service first; BrokerController.shutdown then
     persists consumer offsets only (topics and groups are persisted when they change)."""
     assert _shutdown_order(ERA_4) == ["delayOffset.json", "message store", "consumerOffset.json"]
+
+
+@pytest.mark.parametrize("store_config,offset_after", [(ERA_4.with_(enable_schedule_async_deliver=True), 1),
+                                                       (ASYNC, 0)], ids=["4.9.8", "5.3.3"])
+def test_a_head_asleep_in_its_resend_at_shutdown_is_resent_before_the_persist(store_config, offset_after):
+    """stop() awaits the handle executor (5 s), whose already scheduled task still runs: a head asleep in doResend
+    is resent when its sleep ends. 4.9.8 stops the schedule service before the message store, so the resend
+    succeeds and delayOffset.json is persisted past it; 5.3.3 stops the message store first, so the resend fails
+    and the file keeps the head (its unit comes again after the restart)."""
+    script = Script({SITE_SCHEDULE_DELIVER: [1, 2, 3]})
+    h = harness_with(script, store_config=store_config)
+    new_topic(h)
+    h.send(key="a", **{PROPERTY_DELAY_TIME_LEVEL: "1"})
+    while len(script.when.get(SITE_SCHEDULE_DELIVER, ())) < 3:
+        h.run_for(10)
+    h.run_for(10)  # the head now sleeps before its third resend
+    assert h.broker.schedule_message_service.put_result_tasks[1].pending[0].status == "EXCEPTION"
+    h.broker.shutdown()
+    assert len(script.when[SITE_SCHEDULE_DELIVER]) == 4  # the resend ran within stop()
+    table = loads(h.disk.read_file("config/delayOffset.json").decode())["offsetTable"]
+    assert table.get(1, 0) == offset_after
