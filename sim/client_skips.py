@@ -83,8 +83,8 @@ class ClientSkips:
 
     def broker_leaving(self) -> None:
         """The broker goes down: the skipped rounds' commits reached it; from now on each round fails (and logs)."""
-        self.changed()
-        self.touch_all()  # the heartbeats and rebalances too
+        self.settle()
+        self.touch_all()
 
     # --- heartbeats -------------------------------------------------------------------------------------------
     def _registered(self, consumer) -> bool:

@@ -131,9 +131,9 @@ class Scheduler:
                         continue
                 catch_up = slot.catch_up
                 if catch_up is not None:
-                    # Its round at ``now`` already had its turn (and was skipped) if it ranks before the stepping
-                    # service.
-                    # (the priority is drawn only inside a step, as it always was: draws must not move)
+                    # Its round at ``now`` already had its turn (and was skipped) if it ranks before a service that
+                    # stepped in this millisecond (``turn_passed``). The priority is drawn only inside a step, as it
+                    # always was: draws must not move.
                     catch_up(now, rank is not None and self.turn_passed(self._prio(slot, now) if shuffled else slot.rank))
                 self.asks += 1
                 at = slot.service.next_wakeup_ms()

@@ -85,7 +85,7 @@ class World:
         self.recorder.faults = self.faults
         self.clients = Clients(self)
         # Consumers' rounds that change nothing: offset persists re-sending the broker's own offsets, heartbeats of a
-        # registered client (sim/client_skips.py).
+        # registered client, rebalances that keep the allocation (sim/client_skips.py).
         self.client_skips = ClientSkips(self) if not (faithful_polling or shuffle_ties) else None
         self.network_service = NetworkService()
         self.start_mono_ms = 0

@@ -21,7 +21,7 @@ from .faults import SITE_SCHEDULE_DELIVER, SITE_SCHEDULE_REBUILD, check_crash, i
 from .log import DISK_DAMAGE, as_log
 from .message_store import DefaultMessageStore
 from .put_status import PutMessageResult, PutMessageStatus
-from .service import PeriodicService
+from .service import PeriodicService, rounds_before
 
 FIRST_DELAY_TIME_MS = 1000
 DELAY_FOR_A_WHILE_MS = 100
@@ -237,8 +237,8 @@ class ScheduleMessageService(ConfigManager):
             if task.at_mono_ms >= limit:
                 continue
             limit = min(limit, task.due_poll_ms())
-            if task.at_mono_ms < limit:
-                count = -(-(limit - task.at_mono_ms) // DELAY_FOR_A_WHILE_MS)
+            count = rounds_before(task.at_mono_ms, DELAY_FOR_A_WHILE_MS, limit)
+            if count:
                 polls.append((task.at_mono_ms, count))
                 task.at_mono_ms += count * DELAY_FOR_A_WHILE_MS
         if polls:
@@ -366,9 +366,7 @@ class DeliverDelayedMessageTimerTask:
         return due_poll
 
     def _poll_at_or_after(self, target: int) -> int:
-        if target <= self.at_mono_ms:
-            return self.at_mono_ms
-        return self.at_mono_ms + -(-(target - self.at_mono_ms) // DELAY_FOR_A_WHILE_MS) * DELAY_FOR_A_WHILE_MS
+        return self.at_mono_ms + rounds_before(self.at_mono_ms, DELAY_FOR_A_WHILE_MS, target) * DELAY_FOR_A_WHILE_MS
 
     def _catch_up_data_idle(self, mono_ms: int, turn_passed: bool) -> None:
         """A level idle for want of data slept through its polls before ``mono_ms`` (and at it, once its turn
@@ -376,9 +374,7 @@ class DeliverDelayedMessageTimerTask:
         a due time are counted by ``settle_skipped_polls``; their wake-up is computed ahead, on the grid.)"""
         if self.idle is None or self.idle[0] != "data":
             return
-        limit = mono_ms + 1 if turn_passed else mono_ms
-        if self.at_mono_ms < limit:
-            self.at_mono_ms += -(-(limit - self.at_mono_ms) // DELAY_FOR_A_WHILE_MS) * DELAY_FOR_A_WHILE_MS
+        self.at_mono_ms = self._poll_at_or_after(mono_ms + 1 if turn_passed else mono_ms)
 
     def step(self, mono_ms: int) -> None:
         if mono_ms < self.at_mono_ms or not self.svc.started or self.dead:

@@ -169,3 +169,13 @@ def test_without_the_stall_bound_a_stalled_queue_is_rebuilt_late(monkeypatch):
     dropped_faithful = _lose_one_pull_request(monkeypatch)
     run_scenario(_scenario(), faithful_polling=True)
     assert dropped_skipping != dropped_faithful
+
+
+def test_skipped_commits_past_a_version_step_are_a_simulator_error(monkeypatch):
+    """The store's guard: a driver whose skips would cross a dataVersion step stops the run as a simulator error,
+    never a silently wrong consumerOffset.json."""
+    idle_until = ClientSkips._idle_until
+    monkeypatch.setattr(ClientSkips, "_idle_until",
+                        lambda self, entry: None if idle_until(self, entry) is None else IDLE_FOREVER)
+    error = run_scenario(_scenario()).summary["simulator_error"]
+    assert error["type"] == "AssertionError" and "the driver's bound is wrong" in error["message"]
