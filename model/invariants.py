@@ -312,6 +312,9 @@ class _Index:
         for e in self.by_kind["store_rollback"]:
             if e["seq"] > store["seq"] and store["t_ms"] > e["snapshot_t_ms"] and msg_id in e["lost_msg_ids"]:
                 return True
+        if any(crash["seq"] > store["seq"] and _not_durable(store, self._durable_end(crash))
+               for crash in self.power_crashes):
+            return True  # the client consumed it from its ProcessQueue after the broker lost it (explore seed 282)
         return any(e["seq"] > store["seq"] and e["topic"] == store["topic"] and e["queue_id"] == store["queue_id"]
                    and e["to_offset"] <= store["queue_offset"] < e["from_offset"] and msg_id in e["cut_msg_ids"]
                    for e in self.by_kind["cq_truncate"])
@@ -393,14 +396,21 @@ class _Index:
         end of the commit log, so the recovery cut it off or kept it torn (a sector-wise prefix whose properties
         are zeros passes the recovery check: only the body has a CRC)."""
         for crash in self.power_crashes:
-            restart = next((r for r in self.restarts if r["seq"] > crash["seq"]), None)
-            durable = crash.get("commit_log_durable", restart["commit_log_end"] if restart else None)
-            if durable is None:
-                continue
+            durable = self._durable_end(crash)
             for e in self._stores(msg_id, after_seq):
-                if e["seq"] < crash["seq"] and e["phy_offset"] + e.get("size", 1) > durable:
+                if e["seq"] < crash["seq"] and _not_durable(e, durable):
                     return True
         return False
+
+    def _durable_end(self, crash: dict) -> int | None:
+        """The flushed end of the commit log at a power failure (the next restart's end when not recorded)."""
+        restart = next((r for r in self.restarts if r["seq"] > crash["seq"]), None)
+        return crash.get("commit_log_durable", restart["commit_log_end"] if restart else None)
+
+
+def _not_durable(store: dict, durable: int | None) -> bool:
+    """The stored copy ended past the commit log's flushed end (None: unknown, so not judged)."""
+    return durable is not None and store["phy_offset"] + store.get("size", 1) > durable
 
 
 def _subscribed(group: GroupInfo, send: dict) -> bool:
@@ -567,6 +577,16 @@ def check_at_least_once_redelivery(ix: _Index, ctx: RunContext) -> dict:
 
 
 # --- no_early_delivery ---------------------------------------------------------------------------------------
+def _due_before_a_backwards_step(ix: _Index, d: dict) -> bool:
+    """An asynchronous delivery's resend whose first put was on time: the broker clock had reached the due time
+    before a backwards step. The level found the copy due then; HandlePutResultTask's ``doResend`` (5.3.3) puts
+    it again after the step without looking at the time, so the stored copy carries the stepped-back clock."""
+    stored = min((e["seq"] for e in ix.by_msg.get(d["msg_id"], ())
+                  if e["kind"] == "store" and e.get("due_ms") == d["due_ms"]), default=d["seq"])
+    return any(stored < st["seq"] < d["seq"] and st["by_ms"] < 0 and st["broker_ms"] - st["by_ms"] >= d["due_ms"]
+               for st in ix.clock_steps)
+
+
 def check_no_early_delivery(ix: _Index, ctx: RunContext) -> dict:
     violations = []
     delivers = ix.by_kind["deliver"]
@@ -577,6 +597,8 @@ def check_no_early_delivery(ix: _Index, ctx: RunContext) -> dict:
         if d["level"] != "timer" and early_ms > ctx.level_delay_ms(d["level"]):
             continue  # correctDeliverTimestamp: the deliver time lay more than one level-delay ahead (clock stepped)
         if ix.read_through_a_stale_reference(d, ctx):
+            continue
+        if d.get("resend") and _due_before_a_backwards_step(ix, d):
             continue
         if d["level"] == "timer" and any(
                 st["seq"] < d["seq"] and st["by_ms"] < 0 and d["due_ms"] < st["broker_ms"] - st["by_ms"]
@@ -932,6 +954,32 @@ def _settled_ms(ix: _Index, ctx: RunContext) -> int:
     return max([drain, *[t + SETTLE_AFTER_FAULT_MS for t in fault_times]])
 
 
+def _unmarked_file_starts(ix: _Index, ctx: RunContext) -> dict[tuple, int]:
+    """(level, t_ms) of a level's poll -> the consume-queue file starts the level passed since its previous
+    delivery without delivering the unit there; they delay every unit that poll delivers. A poll that began at
+    such a start read only units it could not use (zeroed by a power failure and never indexed again, explore
+    seed 4137813379: lookMessageByOffset(0, 0) finds nothing), so it left no event, yet it cost one poll."""
+    out: dict[tuple, int] = {}
+    previous: dict[int, int] = {}
+    per_file = ctx.cq_units_per_file
+    for e in ix.events:
+        if e["kind"] == "restart" and e["target"] == "broker":
+            previous.clear()  # a new broker: its levels start again from their persisted offsets
+            continue
+        if e["kind"] != "deliver" or not isinstance(e["level"], int) or e.get("resend"):
+            continue
+        offset = e.get("schedule_queue_offset", -1)
+        if offset < 0:
+            continue
+        last = previous.get(e["level"])
+        if last is not None and offset > last + 1:
+            first_start = (last // per_file + 1) * per_file
+            if first_start < offset:
+                out[(e["level"], e["t_ms"])] = (offset - 1 - first_start) // per_file + 1
+        previous[e["level"]] = offset
+    return out
+
+
 def check_bounded_lateness(ix: _Index, ctx: RunContext) -> dict:
     """In the drain, a message due well after the last fault is delivered within one poll of its due time.
 
@@ -954,6 +1002,7 @@ def check_bounded_lateness(ix: _Index, ctx: RunContext) -> dict:
         if isinstance(e["level"], int) and (e.get("schedule_queue_offset") or 0) > 0 \
                 and e["schedule_queue_offset"] % ctx.cq_units_per_file == 0:
             file_start_polls[e["level"]].add(e["t_ms"])
+    hidden_starts = _unmarked_file_starts(ix, ctx)
     # A deliver time is the store time plus the delay on the broker's wall clock: a backwards step between the
     # store and the delivery postpones the copy by the step on the simulator's clock (correctDeliverTimestamp
     # only acts on a deliver time more than one level-delay ahead), so such a copy may be that much later.
@@ -975,7 +1024,8 @@ def check_bounded_lateness(ix: _Index, ctx: RunContext) -> dict:
             continue  # the same copy again (a rewound level, a resurrected #495 unit, seed 1655531205): a duplicate
         first_deliveries.add((r.msg_id, r.level, r.due_mono_ms))
         bound = ctx.timer_precision_ms + POLL_SLACK_MS if r.level == "timer" else POLL_SLACK_MS
-        crossed = sum(1 for t in file_start_polls.get(r.level, ()) if r.due_mono_ms < t <= r.t_ms)
+        crossed = (sum(1 for t in file_start_polls.get(r.level, ()) if r.due_mono_ms < t <= r.t_ms)
+                   + hidden_starts.get((r.level, r.t_ms), 0))
         if back_steps:
             # a level queue is FIFO: a copy behind one stored before the step waits for it (explore seed 166),
             # and after it for one poll per consume-queue file crossed (seed 1655531201)
@@ -1037,11 +1087,32 @@ def _slot_unfinished(deliver: dict, shutdown: dict, ctx: RunContext) -> bool:
     return deliver["level"] == "timer" and read_ms is not None and deliver["due_ms"] - ctx.timer_precision_ms >= read_ms
 
 
-def _direct_timer_put_replayed(original: dict, again: dict) -> bool:
+def _direct_timer_put_replayed(ix: _Index, earlier: list[dict], again: dict) -> bool:
     """A timer copy put straight to the put side (due before the wheel's write time: never in the timer log, slot
     -1) is read again after any restart: recover() resumes the timer queue at the queue offset of the timer
-    log's last unit (reviseQueueOffset), which lies before every copy that skipped the log."""
-    return original["level"] == "timer" and original.get("slot_ms") == -1 and again.get("slot_ms") == -1
+    log's last unit (reviseQueueOffset), which lies before every copy that skipped the log. ``earlier``: the
+    deliveries of the same copy before ``again``; the first of them may have come through a slot, and a
+    rolled copy (timerRollWindowSlots) then put straight out (explore seed 58). A restart lies between."""
+    return again["level"] == "timer" and again.get("slot_ms") == -1 and any(
+        d["level"] == "timer" and d.get("slot_ms") == -1
+        and any(d["seq"] < r["seq"] < again["seq"] for r in ix.restarts) for d in earlier)
+
+
+def _another_timer_copy_from_a_crash(ix: _Index, earlier: list[dict], again: dict, ctx: RunContext) -> bool:
+    """After a crash the timer can hold a message twice (explore seed 58, timerRollWindowSlots 3): the recovery
+    relinks the wheel from the timer log, where the copy's roll unit lies, so the roll re-puts the message as a
+    new timer-topic copy; and it replays the timer queue from the copy itself, which enters the wheel again and
+    is delivered. The re-put copy, stored at the restart, is delivered too, maybe only after a later graceful
+    restart. So a timer delivery repeats no copy while the message's deliveries due at that time do not outnumber
+    its timer-topic copies due then, one of them stored at the restart after a crash."""
+    if again["level"] != "timer":
+        return False
+    timer_out = again["due_ms"] - ctx.timer_precision_ms
+    after_crash = {r["t_ms"] for r in ix.restarts if r.get("last_exit_ok") is False}
+    copies = [e for e in ix.by_msg[again["msg_id"]] if e["kind"] == "store" and e["topic"] == TIMER_TOPIC
+              and e["seq"] < again["seq"] and e.get("timer_out_ms") == timer_out]
+    due_then = [d for d in earlier if d["due_ms"] == again["due_ms"]]
+    return len(due_then) + 1 <= len(copies) and any(c["t_ms"] in after_crash for c in copies)
 
 
 def _consumed_a_replayed_timer_copy(events: list[dict], original: dict, again: dict) -> bool:
@@ -1117,6 +1188,7 @@ def check_duplicates(ix: _Index, ctx: RunContext) -> dict:
             for c in delay_cuts)
 
     redelivered = _copies_of_repeated_deliveries(ix)
+    earlier: dict[tuple, list[dict]] = {}  # key -> its events so far
     for e in ix.events:
         if e["kind"] == "consume" and e["status"] == CONSUME_SUCCESS:
             group = e["group"] + ("/" + e["client_id"] if e["group"] in broadcast else "")
@@ -1130,6 +1202,7 @@ def check_duplicates(ix: _Index, ctx: RunContext) -> dict:
             continue
         if key not in first:
             first[key] = e
+            earlier[key] = [e]
             continue
         original = first[key]
         window = [t for t in crash_times if original["t_ms"] <= t <= e["t_ms"]]
@@ -1137,7 +1210,9 @@ def check_duplicates(ix: _Index, ctx: RunContext) -> dict:
             original["t_ms"] <= t <= e["t_ms"] for t in power_times) or (
             key[0] == "consume" and e["reconsume_times"] != original["reconsume_times"] and _repeat_after_a_crash(
                 ix, [c for c in ix.by_msg[e["msg_id"]] if c["kind"] == "consume" and c["group"] == e["group"]], e)) or (
-            key[0] == "deliver" and (unpersisted_delay_offset(original, e) or _direct_timer_put_replayed(original, e))) or (
+            key[0] == "deliver" and (unpersisted_delay_offset(original, e)
+                                      or _direct_timer_put_replayed(ix, earlier[key], e)
+                                      or _another_timer_copy_from_a_crash(ix, earlier[key], e, ctx))) or (
             key[0] == "consume" and _consumed_a_replayed_timer_copy(ix.by_msg[e["msg_id"]], original, e))
         if key[0] == "deliver" and not window and not explained and any(
                 original["t_ms"] <= g["t_ms"] <= e["t_ms"] and not _slot_unfinished(original, g, ctx)
@@ -1152,6 +1227,7 @@ def check_duplicates(ix: _Index, ctx: RunContext) -> dict:
                                "explanation": f"{key[0]} repeated at t={e['t_ms']} ms although the first one "
                                               f"(t={original['t_ms']} ms) was more than {ctx.duplicate_window_ms} ms "
                                               f"before the crash: outside every persist window"})
+        earlier[key].append(e)
     verdict = _verdict(len(first), violations)
     verdict["duplicates"] = duplicate_consumes(ix.events)  # the one count (model.stats), as in summary.json
     return verdict

@@ -67,14 +67,21 @@ class Lateness:
 
 
 def delivery_lateness(events: list[dict]) -> list[Lateness]:
-    """One record per delivery of a scheduled copy whose store event the history holds, in history order."""
+    """One record per delivery of a scheduled copy whose store event the history holds, in history order.
+
+    A level's delivery belongs to the copy stored with its due time: a copy a level delivers again (a unit a power
+    failure left twice in the consume queue, explore seed 4137813379) may come after the message was stored again
+    at another level, and measured from that later store its lateness would be another copy's."""
     last_store: dict[str, dict] = {}
+    store_by_due: dict[tuple[str, int], dict] = {}
     out = []
     for e in events:
         if is_schedule_store(e) or is_pending_preloaded(e):  # the broker_ms of a preloaded copy is the run's start
             last_store[e["msg_id"]] = e
+            if e["kind"] == "store" and "due_ms" in e:
+                store_by_due[(e["msg_id"], e["due_ms"])] = e
         elif e["kind"] == "deliver":
-            store = last_store.get(e["msg_id"])
+            store = store_by_due.get((e["msg_id"], e["due_ms"])) or last_store.get(e["msg_id"])
             if store is None:
                 continue
             due_mono = (due_mono_of_preloaded(store) if store["kind"] == "preloaded"

@@ -343,6 +343,24 @@ def test_redelivery_holds_when_a_rollback_destroyed_the_consumed_copy_and_the_lo
     assert_holds("at_least_once_redelivery", _dropped_local_retry(h, 35_001, queue_offset=7).drain(40_000), c)
 
 
+def _consumed_after_a_power_failure(durable: int) -> H:
+    """Seed 282: A is pulled, then a power failure (ASYNC_FLUSH) loses the commit log past ``durable``; the client
+    fails on A from its ProcessQueue, both send-backs fail, and the local retry finds its queue dropped."""
+    h = H().send(0, A).store(25_000, A, queue_offset=7)  # phy_offset 1000, size 1
+    h.add(29_000, "crash", target="broker", crash_kind="power", site="plan", commit_log_durable=durable)
+    h.consume(30_001, A, status="RECONSUME_LATER", queue_offset=7).send_back(30_001, A, 0, result="failed")
+    h.restart(33_000)
+    return _dropped_local_retry(h, 35_001, queue_offset=7).drain(40_000)
+
+
+def test_redelivery_holds_when_a_power_failure_lost_the_consumed_copy_and_the_local_retry_was_dropped():
+    c = ctx(drain_start_ms=40_000)
+    assert assert_holds("at_least_once_redelivery", _consumed_after_a_power_failure(1000), c)["checked"] == 1
+    # the copy was flushed: the new ProcessQueue pulls it again, and it must come back
+    assert_fails("at_least_once_redelivery", _consumed_after_a_power_failure(1001), A, "never delivered to G again",
+                 context=c)
+
+
 def test_redelivery_fails_when_the_local_retry_was_not_dropped_or_the_consumed_copy_survived():
     c = ctx(drain_start_ms=40_000)
     for h in (_failed_on_a_rolled_away_copy(dropped=False), _failed_on_a_rolled_away_copy(rolled_away=False)):
@@ -379,6 +397,27 @@ def test_no_early_delivery_holds_on_time_and_after_a_clock_step_correction():
 def test_no_early_delivery_fails_for_an_early_level_message():
     h = H().send(0, A, level=2).deliver(4500, A, 2, due_ms=B0 + 5000)
     assert_fails("no_early_delivery", h, A, "level-2 message", "500 ms before it was due")
+
+
+def _resend_after_a_backwards_step(step_at: int, resend: bool = True) -> H:
+    # explore-4213209554: a level-2 copy due at B0 + 5000 is found due at 5050, its asynchronous put fails, the
+    # clock steps 2 s back at step_at, and doResend puts it again at broker time step_at - 2000 without looking.
+    h = H().send(0, A, level=2)
+    h.add(0, "store", msg_id=A, topic="SCHEDULE_TOPIC_XXXX", queue_id=1, queue_offset=0, phy_offset=0,
+          reconsume_times=0, broker_ms=B0, due_ms=B0 + 5000)
+    h.add(step_at, "fault", site="clock", action="step", by_ms=-2000, broker_ms=B0 + step_at - 2000)
+    h.deliver(step_at, A, 2, due_ms=B0 + 5000, broker_ms=B0 + step_at - 2000)
+    if resend:
+        h.events[-1]["resend"] = True
+    return h
+
+
+def test_no_early_delivery_holds_for_a_resend_whose_first_put_was_due_before_a_backwards_step():
+    assert_holds("no_early_delivery", _resend_after_a_backwards_step(5200))
+    # the clock had not reached the due time before the step: the first put was early too
+    assert_fails("no_early_delivery", _resend_after_a_backwards_step(4900), A, "level-2 message", "2100 ms before")
+    # a first delivery (no resend) after the step must look at the time itself
+    assert_fails("no_early_delivery", _resend_after_a_backwards_step(5200, resend=False), A, "1800 ms before")
 
 
 def test_no_early_delivery_fails_for_an_early_timer_message():
@@ -674,6 +713,23 @@ def test_bounded_lateness_fails_for_a_copy_stored_after_the_rollback():
     assert_fails("bounded_lateness", h, A, "in the drain but never delivered")
 
 
+def _behind_unreadable_units(previous_offset: int) -> H:
+    # explore-4137813379: after a power failure a level's consume queue (10 units a file) held zeroed units
+    # between two copies; each poll that began at a file start read only zeros and left no event.
+    h = H().drain(10_000).send(19_000, M2, level=1).send(19_500, A, level=1)
+    h.store(19_000, M2, topic="SCHEDULE_TOPIC_XXXX").store(19_500, A, topic="SCHEDULE_TOPIC_XXXX")
+    h.deliver(20_100, M2, 1, due_ms=B0 + 20_000, sq_offset=previous_offset)
+    return h.deliver(20_900, A, 1, due_ms=B0 + 20_500, sq_offset=30)
+
+
+def test_bounded_lateness_counts_a_poll_for_each_file_start_passed_without_a_delivery():
+    ten_per_file = dataclasses.replace(ctx(), cq_units_per_file=10)
+    # offsets 10 and 20 began polls that delivered nothing, 30 the one that delivered A: 400 ms within 411
+    assert verdict("bounded_lateness", _behind_unreadable_units(9), ten_per_file)["holds"]
+    assert_fails("bounded_lateness", _behind_unreadable_units(29), A, "delivered 400 ms late", "bound 211 ms",
+                 context=ten_per_file)
+
+
 # --- duplicates ----------------------------------------------------------------------------------------------
 def _forked_chain(fork_crash: bool) -> H:
     """Attempt 0 fails and is sent back; the original is consumed again (with success) and the retry chain goes
@@ -726,6 +782,54 @@ def test_duplicates_fail_for_a_finished_timer_slot_delivered_again_after_a_grace
     h.add(8200, "crash", target="broker", crash_kind="shutdown", site="plan", timer_read_ms=B0 + 7000)
     h.restart(10_200).deliver(10_300, A, "timer", B0 + 5000)
     assert_fails("duplicates", h, A, "from level timer again after a graceful restart", "read time past its finished slot")
+
+
+def _timer_copy(h: H, t: int, timer_out_ms: int) -> H:
+    h.store(t, A, topic="rmq_sys_wheel_timer")
+    h.events[-1]["timer_out_ms"] = timer_out_ms
+    return h
+
+
+def _timer_deliver(h: H, t: int, slot_ms: int) -> H:
+    h.deliver(t, A, "timer", B0 + 5000)
+    h.events[-1]["slot_ms"] = slot_ms
+    return h
+
+
+def _graceful_restart(h: H, t: int) -> H:
+    h.add(t, "crash", target="broker", crash_kind="shutdown", site="plan", timer_read_ms=B0 + 7000)
+    h.restart(t + 2000)
+    h.events[-1]["last_exit_ok"] = True
+    return h
+
+
+def test_duplicates_holds_for_a_direct_timer_put_replayed_after_a_graceful_restart():
+    # The first delivery came through a slot, a later one of the same copy straight out (slot -1): a restart's
+    # replay of the timer queue reads the direct put again, however the broker went down (explore seed 58).
+    h = _timer_deliver(_timer_deliver(H().send(0, A), 5000, B0 + 4000), 6000, -1)
+    assert_holds("duplicates", _timer_deliver(_graceful_restart(h, 8200), 10_300, -1))
+    h = _timer_deliver(H().send(0, A), 5000, B0 + 4000)
+    assert_fails("duplicates", _timer_deliver(_graceful_restart(h, 8200), 10_300, -1), A,
+                 "from level timer again after a graceful restart")
+
+
+def _two_timer_copies(second_copy_t: int, deliveries: int) -> H:
+    # Seed 58: a crash; its recovery rolls the copy's relinked roll unit into a second timer-topic copy (stored
+    # at the restart) and replays the first copy, delivered; the second one is read after a graceful restart.
+    h = _timer_copy(H().send(0, A), 1000, B0 + 4000).crash(2000).restart(3000)
+    _timer_copy(h, second_copy_t, B0 + 4000)
+    _timer_deliver(h, 5000, B0 + 4000)
+    _graceful_restart(h, 8200)
+    for i in range(deliveries - 1):
+        _timer_deliver(h, 10_300 + i, -1)
+    return h
+
+
+def test_duplicates_holds_for_a_second_timer_copy_a_crash_recovery_made():
+    assert_holds("duplicates", _two_timer_copies(3000, deliveries=2))
+    # a third delivery repeats a copy; a second copy stored when no restart after a crash made it is no excuse
+    for h in (_two_timer_copies(3000, deliveries=3), _two_timer_copies(3500, deliveries=2)):
+        assert_fails("duplicates", h, A, "from level timer again after a graceful restart")
 
 
 # --- no_unexpected_errors ----------------------------------------------------------------------------------------

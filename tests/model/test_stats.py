@@ -20,6 +20,25 @@ from ..shared_runs import builtin_run
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 
+B0 = 1_700_000_000_000
+
+
+def test_a_copy_delivered_again_is_measured_from_the_store_of_its_due_time():
+    """A unit a power failure left twice in a level's queue is delivered again after the message was stored at
+    another level (explore seed 4137813379): it is still the first copy, due when that copy was due."""
+    def store(t, due_after, queue_id):
+        return {"kind": "store", "msg_id": "A", "topic": ms.SCHEDULE_TOPIC, "queue_id": queue_id, "t_ms": t,
+                "broker_ms": B0 + t, "due_ms": B0 + t + due_after}
+
+    def deliver(t, due_ms, level):
+        return {"kind": "deliver", "msg_id": "A", "level": level, "t_ms": t, "due_ms": due_ms, "topic": "%RETRY%G"}
+
+    events = [store(1000, 1000, 0), deliver(2050, B0 + 2000, 1), store(3000, 5000, 1), deliver(3500, B0 + 2000, 1),
+              deliver(8040, B0 + 8000, 2)]
+    records = ms.delivery_lateness(events)
+    assert [(r.level, r.due_mono_ms, r.lateness_ms) for r in records] == [(1, 2000, 50), (1, 2000, 1500), (2, 8000, 40)]
+
+
 def test_percentile_is_nearest_rank():
     assert ms.percentile([], 0.5) is None
     assert ms.percentile([5, 1, 3], 0.5) == 3
