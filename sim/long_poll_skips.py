@@ -32,8 +32,9 @@ from __future__ import annotations
 from store.broker.pull_message_processor import PullMessageProcessor
 from store.client.api import CLUSTERING, MQBrokerException, PullStatus, ResponseCode
 from store.client.offset_store import READ_FROM_MEMORY
-from store.client.push_consumer import RUNNING
-from store.service import rounds_before
+from store.client.push_consumer import CLEAN_EXPIRE_MSG, RUNNING
+from store.client.rebalance_service import RebalanceService
+from store.service import IDLE_FOREVER, rounds_before
 
 from .network import PullAnswer
 
@@ -56,7 +57,7 @@ class LongPollSkips:
         if scheduler._touched or again_ms >= world.end_mono_ms - 1:
             return None
         next_ms = scheduler.next_armed_ms()
-        if next_ms is not None and next_ms <= again_ms:
+        if next_ms is not None and next_ms <= again_ms and not self._only_blind_steps_until(again_ms):
             return None
         keys = set()
         commits = 0
@@ -92,6 +93,31 @@ class LongPollSkips:
             pq.last_pull_timestamp_ms = wall_ms
         self.repeated += len(due)
         return again_ms
+
+    def _only_blind_steps_until(self, until_ms: int) -> bool:
+        """Whether every service armed up to ``until_ms`` is blind to the repeat: a consumer's rebalance round
+        that changes nothing (sim/client_skips.py: no held queue's pull stalls by then, whichever last pull time
+        it reads) or its expired-message cleaning with nothing cached."""
+        world = self.world
+        skips = world.client_skips
+        for at, _, _, slot, token in world.scheduler._heap:
+            if at > until_ms or not slot.alive or token != slot.token:
+                continue
+            service = slot.service
+            if isinstance(service, RebalanceService):
+                entry = skips.entries.get(slot.owner)
+                if entry is None or service._woken or entry.consumer.rebalance_service is not service:
+                    return False
+                bound = skips._rebalance_idle_until(entry)
+                if bound is None or (bound != IDLE_FOREVER and bound <= until_ms):
+                    return False
+            elif getattr(service, "name", None) == CLEAN_EXPIRE_MSG:
+                entry = skips.entries.get(slot.owner)
+                if entry is None or any(pq.msg_count for pq in entry.consumer.process_queue_table.values()):
+                    return False
+            else:
+                return False
+        return True
 
     @staticmethod
     def _client_of(held):

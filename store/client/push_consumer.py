@@ -70,6 +70,7 @@ class _PullCallback:
 
 
 # DefaultMQPushConsumerImpl / MQClientInstance timings (ms)
+CLEAN_EXPIRE_MSG = "clean-expire-msg"  # the service's name
 PULL_TIME_DELAY_MILLS_WHEN_EXCEPTION = 3000
 PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL = 50
 OFFSET_ILLEGAL_FIX_DELAY_MS = 10_000  # 4.9.8 executeTaskLater (5.2.0+: at once, with a frozen offset)
@@ -233,7 +234,7 @@ class DefaultMQPushConsumer:
             self.offset_persist_service,
             self.pull_message_service,
             self.consume_later_service,
-            PeriodicService("clean-expire-msg", self._timed(self.consume_message_service.clean_expire_msg),
+            PeriodicService(CLEAN_EXPIRE_MSG, self._timed(self.consume_message_service.clean_expire_msg),
                             self.consume_timeout_min * 60_000, self.consume_timeout_min * 60_000, mono_ms),
             self.heartbeat_service,
         ]
