@@ -77,16 +77,17 @@ class LongPollSkips:
                                                   request.queue_id) != request.commit_offset:
                     return None
                 commits += 1
-        for held in due:  # last: the broker's answer, as the check would compute it
-            if not self._answer_is_idle(processor, held.request):
-                return None
         offsets = processor.offsets
-        if commits and offsets.commits_to_next_version() is not None:
+        counted = commits and offsets.commits_to_next_version() is not None  # 5.x: the commits move the counter
+        if counted:
             if offsets.before_commit is not None:
                 offsets.before_commit()  # the skipped persists' debts paid up to now, they are asked again
-            owed = self._persist_commits_until(again_ms)
-            if commits + owed >= offsets.commits_to_next_version():
+            if commits + self._persist_commits_until(again_ms) >= offsets.commits_to_next_version():
                 return None
+        for held in due:  # last (a store read, as the check's own): the broker's answer
+            if not self._answer_is_idle(processor, held.request):
+                return None
+        if counted:
             offsets.account_skipped_commits(commits)
         wall_ms = world.clock.now_ms() + latency_ms  # no clock step comes before the repeat
         for pq in clients:
