@@ -6,7 +6,7 @@ broker at ``T + 2L``: it finds nothing, is held from then on and commits the cli
 check, two network deliveries, the client's pull service) that change only three things a later reader sees:
 
 - the held pull's suspend time (``T + 2L``) and its place in its queue's list (last, as a new arrival);
-- the process queue's last pull time (the broker's wall clock at ``T + L``: the rebalance's stall check);
+- the process queue's last pull time (the wall clock at ``T + L``: the rebalance's stall check);
 - one commit of an offset the broker's table already holds, which moves only 5.x's ``versionChangeCounter``
   (every 500th commit moves consumerOffset.json's dataVersion).
 
@@ -17,7 +17,9 @@ difference:
   offset, and its client (running, the queue not dropped, nothing cached, the offset table at or past that
   offset) would send the very same request again; no queue holds two of them;
 - no other service steps before the repeat arrives, nor the run ends (an arrival, a fault, a clock step, a
-  crash or another client's request in between could tell the difference);
+  crash or another client's request in between could tell the difference), but for those blind to it: a
+  consumer's rebalance round that changes nothing whichever last pull time it reads, and its expired-message
+  cleaning with nothing cached;
 - each commit re-puts the broker's own value, and all of them, with the commits that skipped offset persists
   owe until the repeat arrives (sim/client_skips.py), stay short of the next dataVersion step: the skipped
   persists' debts are paid first and the repeats' commits join the same counter, so the step falls when and

@@ -10,6 +10,7 @@ from sim.long_poll_skips import LongPollSkips
 from sim.run import run_scenario
 from sim.scheduler import Scheduler
 from store.client.push_consumer import DefaultMQPushConsumer
+from store.client.rebalance import RebalancePushImpl
 
 from .test_client_skips import IDLE_OFFSETS
 from .test_skip_equivalence import _same_history
@@ -107,3 +108,39 @@ def test_a_repeat_without_its_condition_changes_the_history_or_the_offset_file(w
         seen.undo()
         plant.undo()
 
+
+
+def _dropped_queues(faithful: bool) -> list:
+    """The queues a rebalance drops in the mid-cycle run: (mono ms, topic, queue id)."""
+    drop = RebalancePushImpl.remove_unnecessary_message_queue
+    dropped = []
+
+    def noted_drop(impl, mq, pq):
+        dropped.append((impl.clock.monotonic_ms(), mq.topic, mq.queue_id))
+        return drop(impl, mq, pq)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(RebalancePushImpl, "remove_unnecessary_message_queue", noted_drop)
+        run_scenario(_mid_cycle(), faithful_polling=faithful)
+    return dropped
+
+
+def test_a_repeat_keeps_its_queue_fresh_for_the_stall_check():
+    """A repeat sets the last pull time as the pull it stands for: no queue looks stalled (pulled last more than
+    120 s ago) to a rebalance. Such a drop logs only at INFO, so the history alone would not tell."""
+    assert _dropped_queues(False) == _dropped_queues(True) == []
+
+
+def test_without_the_last_pull_time_a_rebalance_drops_queues_as_stalled(monkeypatch):
+    repeat = LongPollSkips._repeat
+
+    def repeat_keeping_the_old_time(self, processor, mono_ms, due):
+        queues = [self._client_of(held) for held in due]
+        old = [pq.last_pull_timestamp_ms for pq in queues if pq is not None]
+        again = repeat(self, processor, mono_ms, due)
+        for pq, at in zip([pq for pq in queues if pq is not None], old, strict=True):
+            pq.last_pull_timestamp_ms = at
+        return again
+
+    monkeypatch.setattr(LongPollSkips, "_repeat", repeat_keeping_the_old_time)
+    assert _dropped_queues(False) != _dropped_queues(True)
