@@ -55,6 +55,7 @@ from .rebalance import RETRY_GROUP_TOPIC_PREFIX, RebalancePushImpl, is_retry_top
 from .rebalance_service import RebalanceService
 from .subscription import SubscriptionData, build_subscription_data
 
+
 class _PullCallback:
     """The PullCallback of one pull; a driver that repeats idle long polls in place reads whose pull it is."""
 
