@@ -74,6 +74,8 @@ class BrokerHost:
             broker.offset_persist_service.idle_skip = True
             # checks that wake no held pull; not when ties are shuffled (fewer re-arms would change the tie draws)
             broker.hold_service.idle_skip = not world.shuffle_ties
+            if world.long_poll_skips is not None:
+                world.long_poll_skips.attach_broker(broker)
             broker.offset_persist_service.idle = lambda: (offsets.persist_is_noop()
                                                           and site not in faults.armed_crash_sites)
         self.broker = broker

@@ -44,6 +44,28 @@ class NetworkService:
             action()
 
 
+class PullAnswer:
+    """The broker's answer to one pull, sent back over the network (``latency_ms``); a driver that repeats idle
+    long polls in place (sim/long_poll_skips.py) reads whose pull it answers."""
+
+    __slots__ = ("world", "client_owner", "callback")
+
+    def __init__(self, world, client_owner: str, callback: PullCallback) -> None:
+        self.world = world
+        self.client_owner = client_owner
+        self.callback = callback
+
+    def __call__(self, result) -> None:
+        world = self.world
+
+        def deliver() -> None:
+            self.callback(result)
+            world.scheduler.touch(self.client_owner)
+
+        world.network_service.deliver_at(world.now_mono() + world.scenario.network.latency_ms, deliver)
+        world.scheduler.touch("network")
+
+
 class SimNetwork:
     """``BrokerClientApi`` over the world's current broker; ``owner`` names the client for touches."""
 
@@ -79,12 +101,7 @@ class SimNetwork:
         world = self.world
         latency = world.scenario.network.latency_ms
 
-        def answer(result) -> None:
-            def deliver() -> None:
-                callback(result)
-                world.scheduler.touch(self.client_owner)
-            world.network_service.deliver_at(world.now_mono() + latency, deliver)
-            world.scheduler.touch("network")
+        answer = PullAnswer(world, self.client_owner, callback)
 
         def arrive() -> None:
             try:

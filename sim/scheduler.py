@@ -153,6 +153,18 @@ class Scheduler:
         touched.clear()
         self._touched_set.clear()
 
+    def next_armed_ms(self) -> int | None:
+        """When the next armed service steps (None: none is armed); stale entries on top are dropped, as a wake
+        would drop them. Owners touched but not yet re-armed are not seen: ask before anything is touched."""
+        heap = self._heap
+        while heap:
+            top = heap[0]
+            slot = top[3]
+            if slot.alive and top[4] == slot.token:
+                return top[0]
+            heapq.heappop(heap)
+        return None
+
     def _prio(self, slot: _Slot, at: int) -> int:
         """The order of ``slot`` among the services due at ``at``: its rank, or a draw when shuffling."""
         if self.tie_rng is None or slot.rank < SHUFFLE_FLOOR:

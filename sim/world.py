@@ -27,6 +27,7 @@ from .clock import SimClock
 from .faults import FaultPlan, SimFaults
 from .history import History
 from .history_recorder import HistoryRecorder
+from .long_poll_skips import LongPollSkips
 from .network import NetworkService
 from .random_streams import RandomStreams
 from .scheduler import Scheduler
@@ -87,6 +88,8 @@ class World:
         # Consumers' rounds that change nothing: offset persists re-sending the broker's own offsets, heartbeats of a
         # registered client, rebalances that keep the allocation (sim/client_skips.py).
         self.client_skips = ClientSkips(self) if not (faithful_polling or shuffle_ties) else None
+        # Idle long polls repeated in place by the hold check (sim/long_poll_skips.py).
+        self.long_poll_skips = LongPollSkips(self) if self.client_skips is not None else None
         self.network_service = NetworkService()
         self.start_mono_ms = 0
         self.traffic_end_mono_ms = scenario.duration_ms

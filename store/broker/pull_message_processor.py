@@ -163,6 +163,10 @@ class PullRequestHoldService:
         # A driver may sleep through checks that provably wake nothing: with ``idle_skip`` the next wake-up is
         # the first check at which a held pull has a message to read or has timed out (arrivals notify at once).
         self.idle_skip = False
+        # A driver may repeat idle long polls in place: ``repeat_idle(mono_ms, due)`` hears every held pull this
+        # check would answer when all of them merely timed out, and returns when each would be suspended again
+        # (answered "no new message", pulled again, nothing else happening meanwhile), or None: answer them.
+        self.repeat_idle: Callable[[int, list[_HeldRequest]], int | None] | None = None
 
     def next_wakeup_ms(self) -> int | None:
         processor = self.processor
@@ -191,6 +195,40 @@ class PullRequestHoldService:
         if mono_ms < self.at_mono_ms:
             return
         self.at_mono_ms = mono_ms + HOLD_CHECK_INTERVAL_MS
-        store = self.processor.store
-        for topic, queue_id in sorted(self.processor.held):
-            self.processor.notify_message_arriving(topic, queue_id, store.get_max_offset_in_queue(topic, queue_id))
+        processor = self.processor
+        store = processor.store
+        keys = sorted(processor.held)
+        if self.repeat_idle is not None and self._repeated_in_place(mono_ms, keys):
+            return
+        for topic, queue_id in keys:
+            processor.notify_message_arriving(topic, queue_id, store.get_max_offset_in_queue(topic, queue_id))
+
+    def _repeated_in_place(self, mono_ms: int, keys: list[tuple[str, int]]) -> bool:
+        """The pulls this check answers all timed out with nothing to read: if the driver says so, each is held
+        again from the time its repeat would arrive, last in its queue's list, as the repeat would be."""
+        processor = self.processor
+        store = processor.store
+        due: list[_HeldRequest] = []
+        for key in keys:
+            max_offset = store.get_max_offset_in_queue(*key)
+            for held in processor.held[key]:
+                if max_offset > held.request.queue_offset:
+                    return False
+                if mono_ms >= held.suspend_mono_ms + BROKER_SUSPEND_MAX_TIME_MS:
+                    due.append(held)
+        if not due:
+            return False
+        again_mono_ms = self.repeat_idle(mono_ms, due)
+        if again_mono_ms is None:
+            return False
+        for held in due:
+            key = (held.request.topic, held.request.queue_id)
+            still = [other for other in processor.held[key] if other is not held]
+            if still:
+                processor.held[key] = still
+            else:
+                del processor.held[key]
+        for held in due:
+            held.suspend_mono_ms = again_mono_ms
+            processor.held.setdefault((held.request.topic, held.request.queue_id), []).append(held)
+        return True

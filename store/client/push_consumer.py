@@ -55,7 +55,23 @@ from .rebalance import RETRY_GROUP_TOPIC_PREFIX, RebalancePushImpl, is_retry_top
 from .rebalance_service import RebalanceService
 from .subscription import SubscriptionData, build_subscription_data
 
+
+class _PullCallback:
+    """The PullCallback of one pull; a driver that repeats idle long polls in place reads whose pull it is."""
+
+    __slots__ = ("consumer", "pull_request", "subscription")
+
+    def __init__(self, consumer, pull_request: PullRequest, subscription: SubscriptionData) -> None:
+        self.consumer = consumer
+        self.pull_request = pull_request
+        self.subscription = subscription
+
+    def __call__(self, result: PullResult | Exception) -> None:
+        self.consumer._on_pull_result(self.pull_request, self.subscription, result)
+
+
 # DefaultMQPushConsumerImpl / MQClientInstance timings (ms)
+CLEAN_EXPIRE_MSG = "clean-expire-msg"  # the service's name
 PULL_TIME_DELAY_MILLS_WHEN_EXCEPTION = 3000
 PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL = 50
 OFFSET_ILLEGAL_FIX_DELAY_MS = 10_000  # 4.9.8 executeTaskLater (5.2.0+: at once, with a frozen offset)
@@ -219,7 +235,7 @@ class DefaultMQPushConsumer:
             self.offset_persist_service,
             self.pull_message_service,
             self.consume_later_service,
-            PeriodicService("clean-expire-msg", self._timed(self.consume_message_service.clean_expire_msg),
+            PeriodicService(CLEAN_EXPIRE_MSG, self._timed(self.consume_message_service.clean_expire_msg),
                             self.consume_timeout_min * 60_000, self.consume_timeout_min * 60_000, mono_ms),
             self.heartbeat_service,
         ]
@@ -339,9 +355,7 @@ class DefaultMQPushConsumer:
             suspend=True,
         )
 
-        def callback(result: PullResult | Exception) -> None:
-            self._on_pull_result(pull_request, subscription, result)
-
+        callback = _PullCallback(self, pull_request, subscription)
         try:
             self.api.pull_message_async(request, callback)
         except REQUEST_ERRORS as error:

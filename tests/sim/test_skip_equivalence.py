@@ -2,7 +2,8 @@
 
 A skipping run (the default) sleeps through idle polls, flush rounds that would change nothing, a dormant
 timer's clockwork (store/timer/dormancy.py), consumers' offset persists that re-send what the broker holds
-(sim/client_skips.py) and, without a planned power failure, the kernel's writeback; a faithful run
+(sim/client_skips.py), idle long polls (repeated in place by the hold check: sim/long_poll_skips.py) and, without
+a planned power failure, the kernel's writeback; a faithful run
 (``faithful_polling``) steps every poll and round. Both must record the same history, byte for byte, and leave
 the timer's files (checkpoint, wheel, timer log) and consumerOffset.json (its 5.x dataVersion counts commits)
 identical whenever a crash, a shutdown or the end of the run can see them.
@@ -158,12 +159,15 @@ def test_fault_heavy_sample_skipping_equals_faithful(seed, monkeypatch):
     kinds = {e["kind"] for e in skipping.history.events}
     assert {"crash", "restart", "fault"} <= kinds  # the faults did happen
     assert skipping.world.scheduler.steps < faithful.world.scheduler.steps
+    assert skipping.world.long_poll_skips.repeated > 0
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", builtin_names())
 def test_every_builtin_skipping_equals_faithful(name, monkeypatch):
-    _same_history(load_builtin(name), monkeypatch=monkeypatch)
+    skipping, _ = _same_history(load_builtin(name), monkeypatch=monkeypatch)
+    # two broadcasting consumers hold pulls of the same queues: never repeated in place
+    assert (skipping.world.long_poll_skips.repeated > 0) == (name != "broadcast-consumer-failure")
 
 
 @pytest.mark.slow
