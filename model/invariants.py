@@ -29,6 +29,7 @@ from .topics import DLQ_PREFIX, RETRY_PREFIX, SCHEDULE_TOPIC, TIMER_TOPIC
 LEVEL_POLL_MS = 100  # ScheduleMessageService.DELAY_FOR_A_WHILE
 TIMER_GAVE_UP = re.compile(r"Message processing failed after (\d+) retries\. Msg: (\S+)")
 LEVEL_UNIT_ERROR = re.compile(r"ScheduleMessageService, messageTimeup execute error, level (\d+) offset=(\d+)")
+DELAY_OFFSET_CORRECTED = re.compile(r"schedule CQ offset invalid, level (\d+): correct delay offset from (\d+) to (\d+)")
 DAMAGE_SITES = frozenset({"power_failure", "store_rollback", "cq_truncation"})  # faults that lose stored data
 
 CONSUME_SUCCESS = "CONSUME_SUCCESS"
@@ -157,6 +158,11 @@ class _Index:
         self.level_unit_errors = [(int(m.group(1)), int(m.group(2)), e["seq"], e["t_ms"], e.get("fault_site"))
                                   for e in self.by_kind["log"] if e["logger"] == "ScheduleMessageService"
                                   for m in [LEVEL_UNIT_ERROR.match(e["message"])] if m is not None]
+        # (level, corrected to, seq) of each level offset correctDelayOffset lowered to its queue's max offset
+        self.delay_offsets_lowered = [(int(m.group(1)), int(m.group(3)), e["seq"])
+                                      for e in self.by_kind["log"] if e["logger"] == "ScheduleMessageService"
+                                      for m in [DELAY_OFFSET_CORRECTED.match(e["message"])]
+                                      if m is not None and int(m.group(3)) < int(m.group(2))]
         for e in self.by_kind["log"]:
             m = TIMER_GAVE_UP.match(e["message"]) if e["logger"] == "TimerMessageStore" else None
             if m is not None and int(m.group(1)) >= 3:
@@ -210,6 +216,23 @@ class _Index:
             skips.append((restart, until, max(e["queue_offset"] for e in before) + 1))
         return skips
 
+    def skipped_by_a_lowered_delay_offset(self, msg_id: str, after_seq: int = -1) -> bool:
+        """A power failure cut a level's queue behind the offset delayOffset.json holds: each restart's
+        correctDelayOffset lowers that stale offset to the queue's max offset, and until a persist rewrites the
+        file every restart reloads it. A copy stored into the queue below that max offset since then, and not
+        delivered before the next restart, is skipped by the level (explore seed 1200000050: 100 -> 50, copies
+        stored at 50-60, then after a second power failure 100 -> 61)."""
+        for e in self._stores(msg_id, after_seq):
+            if e["topic"] != SCHEDULE_TOPIC:
+                continue
+            level, unit = e["queue_id"] + 1, e["queue_offset"]
+            for lowered_level, to, seq in self.delay_offsets_lowered:
+                if lowered_level == level and seq > e["seq"] and to > unit and not any(
+                        d["seq"] < seq for d in self.by_kind["deliver"] if d["seq"] > e["seq"]
+                        and d["msg_id"] == msg_id and d["level"] == level and d.get("schedule_queue_offset") == unit):
+                    return True
+        return False
+
     def skipped_by_a_stale_timer_queue_offset(self, msg_id: str, after_seq: int = -1) -> bool:
         """A store rollback removed the timer topic's consume queue but not config/timercheck: the restarted
         broker's timer enqueue starts at the checkpoint's lastTimerQueueOffset, unclamped because the queue is
@@ -258,6 +281,7 @@ class _Index:
                 or self.behind_a_torn_timer_unit(msg_id, after_seq)
                 or self.behind_a_stale_unit(msg_id, after_seq)
                 or self.skipped_by_a_stale_timer_queue_offset(msg_id, after_seq)
+                or self.skipped_by_a_lowered_delay_offset(msg_id, after_seq)
                 or (self.timer_gives_up and self.timer_gave_up.get(msg_id, -1) > after_seq)
                 or self.behind_a_restarted_timer_read_time(msg_id, after_seq)
                 or self.behind_a_broken_level_unit(msg_id, after_seq)

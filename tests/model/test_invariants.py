@@ -108,6 +108,26 @@ def test_no_loss_fails_for_a_message_never_consumed():
                  "'consume'")
 
 
+def _below_a_lowered_delay_offset(corrected: str, delivered_first: bool = False) -> H:
+    # Seed 1200000050: power failures cut level 3's queue behind delayOffset.json's 100; A's copy was stored at
+    # the reused offset 50, and the next restart's correctDelayOffset lowered 100 to the queue's max offset.
+    h = H().send(0, A, level=3).store(0, A, topic="SCHEDULE_TOPIC_XXXX", queue_id=2, queue_offset=50)
+    if delivered_first:
+        h.deliver(500, A, 3, B0 + 10_000, sq_offset=50)
+    h.crash(1000, crash_kind="power").restart(3000)
+    h.add(3000, "log", level="ERROR", logger="ScheduleMessageService", fault_site="power_failure",
+          message=f"schedule CQ offset invalid, level 3: correct delay offset from {corrected}")
+    return h.drain()
+
+
+def test_no_loss_holds_for_a_copy_below_a_delay_offset_a_restart_lowered():
+    assert_holds("no_loss", _below_a_lowered_delay_offset("100 to 61"))
+    # lowered to the copy's own offset: the level reads it; raised: no stale offset; delivered before: not skipped
+    for h in (_below_a_lowered_delay_offset("100 to 50"), _below_a_lowered_delay_offset("10 to 61"),
+              _below_a_lowered_delay_offset("100 to 61", delivered_first=True)):
+        assert_fails("no_loss", h, A, "neither consumed it successfully nor dead-lettered")
+
+
 def test_no_loss_ignores_failed_sends_and_messages_a_fault_destroyed():
     h = H().send(0, A, status="FAILED: broker busy").send(5, M2).store(5, M2)
     h.add(20, "store_rollback", snapshot_t_ms=0, lost_msg_ids=[M2])
