@@ -827,6 +827,57 @@ def rank_drops(before: State, after: State) -> bool:
     return gained > 0
 
 
+def ranks_drop(before: State, succ: list[tuple[Action, State]]) -> bool:
+    """``rank_drops(before, after)`` for every successor ``after`` in ``succ``: the checker's question, once a state.
+
+    Why one call for all: the work in ``before``'s parts is counted once, not once an edge.
+    """
+    b_up, b_crashes, b_faults, b_persists, b_msgs, b_levels, b_topics, b_pq, b_dlq = before
+    b_dlq_len = len(b_dlq)
+    b_msgs_work = b_pq_work = None
+    b_level_work: list | None = None
+    for _action, after in succ:
+        a_up, a_crashes, a_faults, a_persists, a_msgs, a_levels, a_topics, a_pq, a_dlq = after
+        if a_crashes != b_crashes:
+            if a_crashes < b_crashes:
+                continue
+            return False
+        if a_faults != b_faults:
+            if a_faults < b_faults:
+                continue
+            return False
+        if a_persists != b_persists:
+            if a_persists < b_persists:
+                continue
+            return False
+        if a_up != b_up:
+            if a_up:  # down ranks above up: a restart lowers the rank, a crash spent a budget above
+                continue
+            return False
+        gained = 8 * (len(a_dlq) - b_dlq_len)  # work(after) - work(before)
+        if a_msgs is not b_msgs:
+            if b_msgs_work is None:
+                b_msgs_work = _msgs_work(b_msgs)
+            gained += _msgs_work(a_msgs) - b_msgs_work
+        if a_levels is not b_levels:
+            if b_level_work is None:
+                b_level_work = [_level_work(b) for b in b_levels]
+            for k, a in enumerate(a_levels):
+                if a is not b_levels[k]:
+                    gained += _level_work(a) - b_level_work[k]
+        if a_topics is not b_topics:
+            for a, b in zip(a_topics, b_topics, strict=True):
+                if a is not b:
+                    gained += 8 * (len(a[0]) - len(b[0])) + 4 * (a[1] + a[2] - b[1] - b[2])
+        if a_pq is not b_pq:
+            if b_pq_work is None:
+                b_pq_work = _pq_work(b_pq)
+            gained += _pq_work(a_pq) - b_pq_work
+        if gained <= 0:
+            return False
+    return True
+
+
 # --- fairness ----------------------------------------------------------------------------------------------
 _FAIR_ARGS = {
     "send": ("level",), "deliver": ("level",), "tick": (), "consume": ("topic", "offset"),
@@ -856,8 +907,8 @@ def fairness_key(action: Action) -> tuple | None:
 # --- projections --------------------------------------------------------------------------------------------
 def is_pending(s: State) -> bool:
     """Some message is neither consumed successfully nor dead-lettered (yet)."""
-    for m in s.msgs:
-        if not (m.done or m.dead):
+    for m in s[4]:
+        if not (m[1] or m[2]):  # done, dead
             return True
     return False
 
