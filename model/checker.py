@@ -401,7 +401,6 @@ def _explore(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_states: in
     pending, terminal, states = g.pending, g.terminal, g.states
     edge_dst, edge_action, edge_start = g.edge_dst, g.edge_action, g.edge_start
     action_fair_id = g.action_fair_id
-    get_or_add = seen.get_or_add
     no_canon = canon is identity
     # Speed (the loop below runs once per generated successor, millions of times): the action's id is found by
     # the action object's identity (spec builds each label once; the entry keeps the object alive, so its id
@@ -483,15 +482,22 @@ def _explore(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_states: in
                 aid = g.action_id(action)
                 aid_of[id(action)] = (action, aid)
             fp = hash(c) or 1  # statestore.fingerprint, inlined
-            v = slots[fp % capacity]  # FingerprintSet.get_or_add's first probe, inlined
-            if v and fps[v - 1] == fp:
-                j = v - 1
-            else:
-                j = get_or_add(fp, len(parent))
+            slot = fp % capacity  # FingerprintSet.get_or_add's probe, inlined
+            while True:
+                v = slots[slot]
+                if v == 0:
+                    j = -1
+                    break
+                if fps[v - 1] == fp:
+                    j = v - 1
+                    break
+                slot += 1
+                if slot == capacity:
+                    slot = 0
             if j < 0:
-                if capacity != seen.capacity:  # the table grew
-                    slots, capacity = seen.slots, seen.capacity
                 j = len(parent)
+                if seen.insert(slot, fp, j):  # the table grew
+                    slots, capacity = seen.slots, seen.capacity
                 parent.append(i)
                 parent_action.append(aid)
                 depth_append(next_depth)

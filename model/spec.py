@@ -898,7 +898,10 @@ def ranks_drop(before: State, succ: list[tuple[Action, State]]) -> bool:
         if a_pq is not b_pq:
             if b_pq_work is None:
                 b_pq_work = _pq_work(b_pq)
-            gained += _pq_work(a_pq) - b_pq_work
+            work = 0  # _pq_work(a_pq), inlined
+            for item in a_pq:
+                work -= 2 if item[2] == AWAIT_RESUBMIT else 1
+            gained += work - b_pq_work
         if gained <= 0:
             return False
     return True

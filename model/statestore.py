@@ -87,6 +87,21 @@ class FingerprintSet:
             if slot == capacity:
                 slot = 0
 
+    def insert(self, slot: int, fp: int, sid: int) -> bool:
+        """Store ``fp`` under ``sid`` (the next id) in ``slot``, the empty slot its probe ended at (the checker
+        inlines the probe of ``get_or_add``); True when the table grew (its slots and capacity changed)."""
+        fps = self.fps
+        if sid != len(fps):
+            raise ValueError(f"state ids are dense: expected {len(fps)}, not {sid}")
+        if self.slots[slot] != 0:
+            raise ValueError(f"slot {slot} is taken")
+        fps.append(fp)
+        self.slots[slot] = sid + 1
+        if len(fps) > self.limit:
+            self._grow()
+            return True
+        return False
+
     def release(self) -> None:
         """Drop the table (the search is over)."""
         self.slots, self.fps = array("I"), array("q")

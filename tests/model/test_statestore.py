@@ -31,6 +31,27 @@ def test_the_fingerprint_set_finds_what_it_stored_across_growth():
     assert fps.get(12345) == -1 or 12345 in stored
 
 
+def test_an_insert_at_the_probes_empty_slot_is_found_across_growth():
+    """The checker's inlined probe ends at an empty slot and hands it to ``insert``: the same table results."""
+    rng = random.Random(2)
+    fps, same = FingerprintSet(capacity=8), FingerprintSet(capacity=8)
+    grew = 0
+    for sid in range(5_000):
+        fp = rng.getrandbits(64) - 2**63 or 1
+        slot = fp % fps.capacity
+        while fps.slots[slot]:
+            slot = slot + 1 if slot + 1 < fps.capacity else 0
+        grew += fps.insert(slot, fp, sid)
+        assert same.get_or_add(fp, sid) == -1
+        assert fps.get(fp) == sid
+    assert grew > 5 and fps.capacity == same.capacity and fps.slots == same.slots
+    with pytest.raises(ValueError, match="dense"):
+        fps.insert(0, 7, 3)
+    taken = next(i for i, v in enumerate(fps.slots) if v)
+    with pytest.raises(ValueError, match="taken"):
+        fps.insert(taken, 7, len(fps))
+
+
 def test_the_frontier_is_a_fifo_across_packed_chunks():
     f = Frontier(chunk=7, loose=14)
     out = []
