@@ -479,18 +479,21 @@ def _producer(s: State, cfg: ModelConfig, symmetric: bool, out: list) -> None:
 
 def _deliver(s: State, li: int, cfg: ModelConfig) -> State:
     """The level task puts the unit at its cursor back to its destination and moves on."""
-    lv = s.levels[li]
-    c = lv.cursor
-    entries = lv.entries
+    up, crashes, faults, persists, msgs, levels, topics, pq, dlq = s
+    lv = levels[li]
+    c = lv[1]
+    entries = lv[0]
     e = entries[c]
-    status = RESETTLED if e.status in (SETTLED, RESETTLED) else DELIVERED
-    entries = entries[:c] + (_new_tuple(Sched, (e[0], e[1], e[2], status, e[4])),) + entries[c + 1:]
-    msgs, topics, dlq = s.msgs, s.topics, s.dlq
-    if e.dest == DEST_DLQ:
-        dlq = dlq + ((e.msg, e.r),)
-        msgs = _flag(msgs, e.msg, 2)
+    msg, r, dest = e[0], e[1], e[4]
+    status = RESETTLED if e[3] in (SETTLED, RESETTLED) else DELIVERED
+    entries = entries[:c] + (_new_tuple(Sched, (msg, r, e[2], status, dest)),) + entries[c + 1:]
+    if dest == DEST_DLQ:
+        dlq = dlq + ((msg, r),)
+        msgs = _flag(msgs, msg, 2)
     else:
-        topics = _put(topics, e.dest, _append(topics[e.dest], _new_tuple(Copy, (e.msg, e.r, False, li + 1))))
+        tp = topics[dest]
+        tp = _new_tuple(Topic, (tp[0] + (_new_tuple(Copy, (msg, r, False, li + 1)),), tp[1], tp[2], tp[3]))
+        topics = (tp, topics[1]) if dest == T_REAL else (topics[0], tp)
     cursor = c + 1
     table, running = cursor, False
     if "offset_from_task_start" in cfg.mutants:
@@ -501,8 +504,9 @@ def _deliver(s: State, li: int, cfg: ModelConfig) -> State:
                 running = True
             elif cfg.era == ERA_5:
                 table = cursor
-    level = _new_tuple(Level, (entries, cursor, table, lv.persisted, running))
-    return _state(s, msgs, _put(s.levels, li, level), topics, s.pq, dlq)
+    level = _new_tuple(Level, (entries, cursor, table, lv[3], running))
+    return _new_tuple(State, (up, crashes, faults, persists, msgs, levels[:li] + (level,) + levels[li + 1:], topics,
+                              pq, dlq))
 
 
 @cache
@@ -530,8 +534,9 @@ def _scheduler(s: State, cfg: ModelConfig, out: list) -> None:
         # 5.3.3 retries a failed put at the same unit; #9249 rescheduled past it.
         skip = "skip_failed_delivery" in cfg.mutants
         failed = _new_tuple(Level, (entries, c + 1 if skip else c, lv[2], lv[3], False))
-        out.append((fault, _with_faults(_state(s, s.msgs, _put(s.levels, li, failed), s.topics, s.pq, s.dlq),
-                                        faults)))
+        levels = s[5]
+        out.append((fault, _new_tuple(State, (s[0], s[1], faults, s[3], s[4], levels[:li] + (failed,) + levels[li + 1:],
+                                              s[6], s[7], s[8]))))
         if cfg.era == ERA_4:
             # E3 retries a unit whose rebuild threw; the E1 Timer era dropped it.
             drop = "drop_on_exception" in cfg.mutants
@@ -649,33 +654,35 @@ def _send_back(s: State, cfg: ModelConfig, k: int) -> list[tuple[Action, State]]
     """The broker's consumerSendMsgBack for the failed message pq[k] (to a retry level or the DLQ), or its
     put failure. It runs synchronously in the consume thread right after the listener returned, so it is
     the only action while due (ROCKETMQ.md 4.2)."""
-    out = []
-    t, o, _stage = s.pq[k]
-    topics = s.topics
-    e = topics[t][0][o]
+    up, crashes, faults, persists, msgs, levels, topics, pq, dlq = s
+    t, o, _stage = pq[k]
+    tp = topics[t]
+    e = tp[0][o]
     msg, r = e[0], e[1]
-    rest = s.pq[:k] + s.pq[k + 1:]
-    acked = _put(topics, t, _acked(topics[t], o))
+    rest = pq[:k] + pq[k + 1:]
+    tp = _acked(tp, o)
+    acked = (tp, topics[1]) if t == T_REAL else (topics[0], tp)
     if cfg.goes_to_dlq(r):
         back, fault = _send_back_actions(t, o, msg, r, 0)
         if "dlq_keeps_delay" in cfg.mutants and e[3] > 0:
-            levels = _scheduled(s.levels, e[3], _new_tuple(Sched, (msg, r + 1, cfg.delay(e[3]), PENDING, DEST_DLQ)))
-            nxt = _state(s, s.msgs, levels, acked, rest, s.dlq)
+            after = _scheduled(levels, e[3], _new_tuple(Sched, (msg, r + 1, cfg.delay(e[3]), PENDING, DEST_DLQ)))
+            nxt = _new_tuple(State, (up, crashes, faults, persists, msgs, after, acked, rest, dlq))
         else:
-            nxt = _state(s, _flag(s.msgs, msg, 2), s.levels, acked, rest, s.dlq + ((msg, r + 1),))
+            nxt = _new_tuple(State, (up, crashes, faults, persists, _flag(msgs, msg, 2), levels, acked, rest,
+                                     dlq + ((msg, r + 1),)))
     else:
         level = cfg.retry_level(r)
         back, fault = _send_back_actions(t, o, msg, r, level)
-        levels = _scheduled(s.levels, level, _new_tuple(Sched, (msg, r + 1, cfg.delay(level), PENDING, T_RETRY)))
-        nxt = _state(s, s.msgs, levels, acked, rest, s.dlq)
-    out.append((back, nxt))
-    faults = _fault_budget(s, cfg)
-    if faults is not None:
+        after = _scheduled(levels, level, _new_tuple(Sched, (msg, r + 1, cfg.delay(level), PENDING, T_RETRY)))
+        nxt = _new_tuple(State, (up, crashes, faults, persists, msgs, after, acked, rest, dlq))
+    out = [(back, nxt)]
+    left = _fault_budget(s, cfg)
+    if left is not None:
         if "commit_on_failed_send_back" in cfg.mutants:
-            pq = rest  # dropped from the process queue as if acked
+            failed = rest  # dropped from the process queue as if acked
         else:
-            pq = tuple(sorted(rest + ((t, o, AWAIT_RESUBMIT),)))
-        out.append((fault, _with_faults(_state(s, s.msgs, s.levels, topics, pq, s.dlq), faults)))
+            failed = tuple(sorted(rest + ((t, o, AWAIT_RESUBMIT),))) if rest else ((t, o, AWAIT_RESUBMIT),)
+        out.append((fault, _new_tuple(State, (up, crashes, left, persists, msgs, levels, topics, failed, dlq))))
     return out
 
 
