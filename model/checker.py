@@ -31,7 +31,7 @@ from .liveness import (
     fair_components,
     strongly_connected_components,  # noqa: F401 - part of this module's API
 )
-from .properties import check_safety, check_terminal, safe_successor
+from .properties import check_safety, check_terminal, successor_safety
 from .spec import (
     DEST_DLQ,
     SCHEDULE_TOPIC,
@@ -409,6 +409,7 @@ def _explore(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_states: in
     aid_of: dict[int, tuple[Action, int]] = {}
     fps, slots, capacity = seen.fps, seen.slots, seen.capacity
     incremental_safety = invariants is check_safety
+    safe_successor = successor_safety(cfg)
     depth_append, push = depth.append, frontier.push
 
     def add(state: State, from_id: int, aid: int, at_depth: int) -> int:
@@ -507,7 +508,7 @@ def _explore(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_states: in
                     keep(c, j)
                 push(c)
                 if safe_parent:
-                    bad = None if safe_successor(state, c, cfg) else check_safety(c, cfg)
+                    bad = None if safe_successor(state, c) else check_safety(c, cfg)
                 else:
                     bad = invariants(c, cfg)
                 if bad is not None and fail(bad[0], "safety", bad[1], j):

@@ -886,12 +886,16 @@ def ranks_drop(before: State, succ: list[tuple[Action, State]]) -> bool:
                 b_level_work = [_level_work(b) for b in b_levels]
             k = 0
             for a in a_levels:
-                if a is not b_levels[k]:
+                b = b_levels[k]
+                if a is not b:
                     entries = a[0]
-                    work = 8 * len(entries) + 4 * a[1]  # _level_work(a), inlined
-                    for e in entries:
-                        work -= e[2]
-                    gained += work - b_level_work[k]
+                    if entries is b[0]:  # only the cursor can have moved
+                        gained += 4 * (a[1] - b[1])
+                    else:
+                        work = 8 * len(entries) + 4 * a[1]  # _level_work(a), inlined
+                        for e in entries:
+                            work -= e[2]
+                        gained += work - b_level_work[k]
                 k += 1
         a_topics = after[6]
         if a_topics is not b_topics:

@@ -1,7 +1,8 @@
 """The checker's per-state shortcuts answer what the plain functions answer: ``spec.ranks_drop`` is
-``rank_drops`` over every successor, and ``properties.safe_successor`` is ``_plainly_safe`` for a successor
-of a safe parent. Checked on random walks under every model mutant, with the canonical forms and
-model/retire.py's representatives the checker hands them, and on planted edges that do not lower the rank."""
+``rank_drops`` over every successor, and ``properties.safe_successor`` (and the remembering
+``successor_safety``) is ``_plainly_safe`` for a successor of a safe parent. Checked on random walks under
+every model mutant, with the canonical forms and model/retire.py's representatives the checker hands them,
+and on planted edges that do not lower the rank."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import random
 import pytest
 
 from model import retire
-from model.properties import _plainly_safe, check_safety, safe_successor
+from model.properties import _plainly_safe, check_safety, safe_successor, successor_safety
 from model.spec import MUTANTS, ModelConfig, initial_state, rank_drops, ranks_drop, successors
 from model.symmetry import canonical
 
@@ -57,6 +58,7 @@ def test_safe_successor_is_the_fused_check_below_a_safe_parent():
     for name, cfg in _configs():
         rng = random.Random(15)
         rep = retire.reducer(cfg, True, True)
+        remembering = successor_safety(cfg, memo_size=64)  # small: the memo also starts over on the way
         checked = 0
         for state, succ in _walks(cfg, rng, walks=15):
             if check_safety(state, cfg) is not None:
@@ -64,6 +66,7 @@ def test_safe_successor_is_the_fused_check_below_a_safe_parent():
             for _a, nxt in succ:
                 for c in (nxt, rep(nxt), canonical(rep(nxt))):
                     assert safe_successor(state, c, cfg) == _plainly_safe(c, cfg), (name, state, c)
+                    assert remembering(state, c) == _plainly_safe(c, cfg), (name, state, c)
                     if not _plainly_safe(c, cfg):
                         caught.add(name)
                     checked += 1
