@@ -18,7 +18,8 @@ import zlib
 from array import array
 from bisect import bisect_right
 from collections import deque
-from itertools import repeat
+from functools import partial
+from itertools import chain, repeat
 
 MAX_LOAD = 0.75
 CHUNK = 4096
@@ -172,9 +173,41 @@ def collision_probability(distinct: int, generated: int) -> float:
     return min(1.0, distinct * max(generated - distinct, 0) / 2.0**64)
 
 
+def pack(states: list) -> bytes:
+    """A chunk of states as bytes: each distinct field object once, and each state as a row of indices.
+
+    Why not ``pickle.dumps(states)``: pickling a named tuple runs Python code (``__reduce_ex__``,
+    ``__getnewargs__``) and unpickling runs its ``__new__``, per object; the checker's states share most of
+    their parts (model/retire.py's representatives reuse a few thousand part objects), so only the distinct
+    fields are pickled, and the rows are an array of ints, built and read without a Python loop.
+    Chunks whose states are not tuples of one type and one length are pickled as they are.
+    """
+    kinds = set(map(type, states))
+    widths = set(map(len, states)) if all(issubclass(k, tuple) for k in kinds) else ()
+    if len(kinds) != 1 or len(widths) != 1 or 0 in widths:
+        return zlib.compress(pickle.dumps((None, states), protocol=pickle.HIGHEST_PROTOCOL), 1)
+    flat = list(chain.from_iterable(states))
+    ids = list(map(id, flat))
+    distinct = dict(zip(ids, flat))  # id -> object; ``flat`` keeps every object alive, so ids are unique
+    index = dict(zip(distinct, range(len(distinct))))
+    rows = array("I", map(index.__getitem__, ids))
+    table = (kinds.pop(), widths.pop(), list(distinct.values()), rows)
+    return zlib.compress(pickle.dumps(table, protocol=pickle.HIGHEST_PROTOCOL), 1)
+
+
+def unpack(blob: bytes) -> list:
+    """The states ``pack`` packed, in order (equal to them; shared fields shared again)."""
+    table = pickle.loads(zlib.decompress(blob))
+    if table[0] is None:
+        return table[1]
+    kind, width, fields, rows = table
+    values = iter(list(map(fields.__getitem__, rows)))
+    return list(map(partial(tuple.__new__, kind), zip(*[values] * width)))
+
+
 class Frontier:
     """A FIFO of states in chunks of ``CHUNK``. Past ``loose`` states held as objects, each further full
-    chunk is pickled and compressed into one bytes object (about 20 bytes a state instead of about
+    chunk is packed (``pack``) and compressed into one bytes object (about 20 bytes a state instead of about
     600): small searches pay nothing for it, big ones keep their frontier small."""
 
     def __init__(self, chunk: int = CHUNK, loose: int = 8 * CHUNK) -> None:
@@ -194,7 +227,7 @@ class Frontier:
                 self.loose_count += self.chunk
                 self.chunks.append(self.tail)
             else:
-                blob = zlib.compress(pickle.dumps(self.tail, protocol=pickle.HIGHEST_PROTOCOL), 1)
+                blob = pack(self.tail)
                 self.nbytes += len(blob)
                 self.chunks.append(blob)
             self.tail = []
@@ -206,7 +239,7 @@ class Frontier:
                 chunk = self.chunks.popleft()
                 if isinstance(chunk, bytes):
                     self.nbytes -= len(chunk)
-                    self.head = pickle.loads(zlib.decompress(chunk))
+                    self.head = unpack(chunk)
                 else:
                     self.loose_count -= len(chunk)
                     self.head = chunk
