@@ -13,13 +13,14 @@ whose hash does not depend on ``PYTHONHASHSEED``, so the search is the same in e
 
 from __future__ import annotations
 
+import io
 import pickle
 import zlib
 from array import array
 from bisect import bisect_right
 from collections import deque
 from functools import partial
-from itertools import chain, repeat
+from itertools import repeat
 
 MAX_LOAD = 0.75
 CHUNK = 4096
@@ -173,36 +174,59 @@ def collision_probability(distinct: int, generated: int) -> float:
     return min(1.0, distinct * max(generated - distinct, 0) / 2.0**64)
 
 
-def pack(states: list) -> bytes:
-    """A chunk of states as bytes: each distinct field object once, and each state as a row of indices.
+class _PlainPickler(pickle.Pickler):
+    """Pickles a tuple subclass (a named tuple) as ``tuple.__new__(cls, values)``: loading it runs no Python
+    code, where the named tuple's own ``__reduce_ex__`` and ``__new__`` do."""
 
-    Why not ``pickle.dumps(states)``: pickling a named tuple runs Python code (``__reduce_ex__``,
-    ``__getnewargs__``) and unpickling runs its ``__new__``, per object; the checker's states share most of
-    their parts (model/retire.py's representatives reuse a few thousand part objects), so only the distinct
-    fields are pickled, and the rows are an array of ints, built and read without a Python loop.
-    Chunks whose states are not tuples of one type and one length are pickled as they are.
+    def reducer_override(self, obj):
+        if isinstance(obj, tuple):
+            return tuple.__new__, (type(obj), tuple(obj))
+        return NotImplemented
+
+
+def _pickled(obj: object) -> bytes:
+    out = io.BytesIO()
+    _PlainPickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
+    return out.getvalue()
+
+
+def pack(states: list) -> bytes:
+    """A chunk of states as bytes: per field (column), each distinct value once, and the states as rows of
+    indices into them.
+
+    Why not ``pickle.dumps(states)``: unpickling builds every named tuple with its Python ``__new__``, and the
+    checker's states share most of their parts: model/retire.py's representatives reuse a few thousand part
+    objects, and the small parts (message records, process queue, dead letters) take few values. So each
+    column is reduced to its distinct objects (by identity, then by value: a column holds values of one kind,
+    so equal values are interchangeable), only those are pickled, as plain tuples (``_PlainPickler``), and the rows
+    are arrays of ints, built and read without a Python loop over the states. Chunks whose states are not
+    tuples of one type and one length are pickled as they are.
     """
     kinds = set(map(type, states))
     widths = set(map(len, states)) if all(issubclass(k, tuple) for k in kinds) else ()
     if len(kinds) != 1 or len(widths) != 1 or 0 in widths:
         return zlib.compress(pickle.dumps((None, states), protocol=pickle.HIGHEST_PROTOCOL), 1)
-    flat = list(chain.from_iterable(states))
-    ids = list(map(id, flat))
-    distinct = dict(zip(ids, flat))  # id -> object; ``flat`` keeps every object alive, so ids are unique
-    index = dict(zip(distinct, range(len(distinct))))
-    rows = array("I", map(index.__getitem__, ids))
-    table = (kinds.pop(), widths.pop(), list(distinct.values()), rows)
-    return zlib.compress(pickle.dumps(table, protocol=pickle.HIGHEST_PROTOCOL), 1)
+    fields: list = []
+    rows = []
+    for column in zip(*states):
+        by_id = dict(zip(map(id, column), column))  # ``states`` keeps every object alive: ids are unique
+        by_value = dict.fromkeys(by_id.values())
+        first = len(fields)
+        number = dict(zip(by_value, range(first, first + len(by_value))))
+        fields.extend(by_value)
+        number_of_id = dict(zip(by_id, map(number.__getitem__, by_id.values())))
+        rows.append(array("I", map(number_of_id.__getitem__, map(id, column))))
+    return zlib.compress(_pickled((kinds.pop(), fields, rows)), 1)
 
 
 def unpack(blob: bytes) -> list:
-    """The states ``pack`` packed, in order (equal to them; shared fields shared again)."""
+    """The states ``pack`` packed, in order (equal to them, of the same types all the way down)."""
     table = pickle.loads(zlib.decompress(blob))
     if table[0] is None:
         return table[1]
-    kind, width, fields, rows = table
-    values = iter(list(map(fields.__getitem__, rows)))
-    return list(map(partial(tuple.__new__, kind), zip(*[values] * width)))
+    kind, fields, rows = table
+    at = fields.__getitem__
+    return list(map(partial(tuple.__new__, kind), zip(*[map(at, column) for column in rows])))
 
 
 class Frontier:

@@ -64,8 +64,7 @@ def test_a_packed_chunk_of_states_unpacks_equal_with_its_records_and_sharing():
         assert type(s) is State and all(type(m) is Msg for m in s.msgs)
         assert all(type(lv) is Level and all(type(e) is Sched for e in lv.entries) for lv in s.levels)
         assert all(type(tp) is Topic and all(type(c) is Copy for c in tp.entries) for tp in s.topics)
-    shared = {id(s.levels) for s in states}
-    assert len({id(s.levels) for s in back}) == len(shared) < len(states)
+    assert len({id(s.levels) for s in back}) == len(set(s.levels for s in states)) < len(states)  # shared
     # not one kind of tuple of one length: pickled as it is
     for odd in ([(1, 2), (3, 4, 5)], [(1, 2), [3, 4]], [(), ()], [1, 2], [states[0], (1,) * 9]):
         assert unpack(pack(odd)) == odd
