@@ -2,7 +2,7 @@
 
 How it scales: states are not kept. The visited set holds a 64-bit fingerprint per state and its id
 (model/statestore.py, TLC's approach, with the collision probability reported); the BFS frontier is
-pickled in chunks; each state keeps its parent and the action that reached it, so a counterexample is
+packed in chunks; each state keeps its parent and the action that reached it, so a counterexample is
 rebuilt by replaying actions from the initial state. Edges are a compressed adjacency (CSR) of
 ``array`` columns filled in BFS order; the liveness search runs an iterative Tarjan over them
 (model/liveness.py). ``keep_states=True`` also keeps every state, for ``to_networkx``, GraphML and

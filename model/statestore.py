@@ -3,7 +3,7 @@
 Why: a state as nested tuples costs about 600 bytes; kept for every reached state, that caps the search
 at a few million states in 2 GiB. Like TLC, the visited set holds only a 64-bit fingerprint per state
 (8 bytes in a column by state id, and a 4-byte slot of an open-addressing table at least half full); only the frontier
-keeps whole states, pickled in chunks (shared sub-tuples pickle once per chunk). A fingerprint collision
+keeps whole states, packed in chunks (``pack``: each distinct part once per chunk). A fingerprint collision
 would merge two distinct states and could hide a violation; ``collision_probability`` estimates its
 chance the way TLC reports it ("calculated, optimistic").
 
@@ -208,13 +208,13 @@ def pack(states: list) -> bytes:
         return zlib.compress(pickle.dumps((None, states), protocol=pickle.HIGHEST_PROTOCOL), 1)
     fields: list = []
     rows = []
-    for column in zip(*states):
-        by_id = dict(zip(map(id, column), column))  # ``states`` keeps every object alive: ids are unique
+    for column in zip(*states, strict=True):
+        by_id = dict(zip(map(id, column), column, strict=True))  # ``states`` keeps every object alive: ids are unique
         by_value = dict.fromkeys(by_id.values())
         first = len(fields)
-        number = dict(zip(by_value, range(first, first + len(by_value))))
+        number = dict(zip(by_value, range(first, first + len(by_value)), strict=True))
         fields.extend(by_value)
-        number_of_id = dict(zip(by_id, map(number.__getitem__, by_id.values())))
+        number_of_id = dict(zip(by_id, map(number.__getitem__, by_id.values()), strict=True))
         rows.append(array("I", map(number_of_id.__getitem__, map(id, column))))
     return zlib.compress(_pickled((kinds.pop(), fields, rows)), 1)
 
@@ -226,7 +226,7 @@ def unpack(blob: bytes) -> list:
         return table[1]
     kind, fields, rows = table
     at = fields.__getitem__
-    return list(map(partial(tuple.__new__, kind), zip(*[map(at, column) for column in rows])))
+    return list(map(partial(tuple.__new__, kind), zip(*[map(at, column) for column in rows], strict=True)))
 
 
 class Frontier:

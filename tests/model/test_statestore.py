@@ -11,7 +11,15 @@ import pytest
 from model.checker import canonical_states, check
 from model.liveness import strongly_connected_components
 from model.spec import ModelConfig
-from model.statestore import Depths, FingerprintSet, Frontier, collision_probability, fingerprint, pack, unpack
+from model.statestore import (
+    Depths,
+    FingerprintSet,
+    Frontier,
+    collision_probability,
+    fingerprint,
+    pack,
+    unpack,
+)
 from model.symmetry import canonical
 
 
