@@ -2,7 +2,7 @@
 
 How it scales: states are not kept. The visited set holds a 64-bit fingerprint per state and its id
 (model/statestore.py, TLC's approach, with the collision probability reported); the BFS frontier is
-pickled in chunks; each state keeps its parent and the action that reached it, so a counterexample is
+packed in chunks; each state keeps its parent and the action that reached it, so a counterexample is
 rebuilt by replaying actions from the initial state. Edges are a compressed adjacency (CSR) of
 ``array`` columns filled in BFS order; the liveness search runs an iterative Tarjan over them
 (model/liveness.py). ``keep_states=True`` also keeps every state, for ``to_networkx``, GraphML and
@@ -31,7 +31,7 @@ from .liveness import (
     fair_components,
     strongly_connected_components,  # noqa: F401 - part of this module's API
 )
-from .properties import check_safety, check_terminal
+from .properties import check_safety, check_terminal, successor_safety
 from .spec import (
     DEST_DLQ,
     SCHEDULE_TOPIC,
@@ -44,7 +44,7 @@ from .spec import (
     fairness_key,
     initial_state,
     is_pending,
-    rank_drops,
+    ranks_drop,
     successors,
 )
 from .statestore import Depths, FingerprintSet, Frontier, collision_probability, fingerprint
@@ -400,25 +400,36 @@ def _explore(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_states: in
     parent, parent_action, depth = g.parent, g.parent_action, g.depth
     pending, terminal, states = g.pending, g.terminal, g.states
     edge_dst, edge_action, edge_start = g.edge_dst, g.edge_action, g.edge_start
-    action_ids, action_fair_id = g.action_ids, g.action_fair_id
-    get_or_add = seen.get_or_add
+    action_fair_id = g.action_fair_id
     no_canon = canon is identity
+    # Speed (the loop below runs once per generated successor, millions of times): the action's id is found by
+    # the action object's identity (spec builds each label once; the entry keeps the object alive, so its id
+    # cannot be reused), the fingerprint table's first probe is inlined, and the safety check of a successor
+    # reuses what its parent's check found about the parts they share (properties.safe_successor).
+    aid_of: dict[int, tuple[Action, int]] = {}
+    fps, slots, capacity = seen.fps, seen.slots, seen.capacity
+    incremental_safety = invariants is check_safety
+    safe_successor = successor_safety(cfg)
+    depth_append, push = depth.append, frontier.push
 
     def add(state: State, from_id: int, aid: int, at_depth: int) -> int:
         sid = len(parent)
         parent.append(from_id)
         parent_action.append(aid if aid >= 0 else 0xFFFF)
-        depth.append(at_depth)
+        depth_append(at_depth)
         pending.append(1 if is_pending(state) else 0)
         terminal.append(0)
         if g.keep_states:
-            if keep_states_until is not None and sid >= keep_states_until:
-                g.keep_states = False  # too many to keep: go on without them
-                states.clear()
-            else:
-                states.append(state)
-        frontier.push(state)
+            keep(state, sid)
+        push(state)
         return sid
+
+    def keep(state: State, sid: int) -> None:
+        if keep_states_until is not None and sid >= keep_states_until:
+            g.keep_states = False  # too many to keep: go on without them
+            states.clear()
+        else:
+            states.append(state)
 
     def fail(prop: str, kind: str, why: str, sid: int) -> bool:
         """Record the first violation; True when the search should stop now."""
@@ -437,8 +448,9 @@ def _explore(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_states: in
     next_check = check_every
     generated = 0
     edge_count = 0
+    pop = frontier.pop
     while not stop:
-        state = frontier.pop()
+        state = pop()
         if state is None:
             break
         if store_edges:
@@ -446,9 +458,8 @@ def _explore(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_states: in
         succ = successors(state, cfg, symmetry, collapse)
         generated += len(succ)
         if not store_edges:
-            for _action, nxt in succ:
-                if not rank_drops(state, nxt):
-                    raise _RankDidNotDrop
+            if not ranks_drop(state, succ):
+                raise _RankDidNotDrop
             if reduce:
                 full = len(succ)
                 succ = _por.reduce(state, cfg, succ)
@@ -460,15 +471,46 @@ def _explore(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_states: in
                 break
         keys: set = set()
         next_depth = depth[i] + 1
+        # Before the first violation every state reached was checked safe, the parent too (safe_successor's premise).
+        safe_parent = incremental_safety and result.violation is None
+        state_msgs, state_pending = state[4], pending[i]
         for action, nxt in succ:
             c = nxt if no_canon else canon(nxt)
-            aid = action_ids.get(action)
-            if aid is None:
+            known = aid_of.get(id(action))
+            if known is not None and known[0] is action:
+                aid = known[1]
+            else:
                 aid = g.action_id(action)
-            j = get_or_add(hash(c) or 1, len(parent))  # statestore.fingerprint, inlined
+                aid_of[id(action)] = (action, aid)
+            fp = hash(c) or 1  # statestore.fingerprint, inlined
+            slot = fp % capacity  # FingerprintSet.get_or_add's probe, inlined
+            while True:
+                v = slots[slot]
+                if v == 0:
+                    j = -1
+                    break
+                if fps[v - 1] == fp:
+                    j = v - 1
+                    break
+                slot += 1
+                if slot == capacity:
+                    slot = 0
             if j < 0:
-                j = add(c, i, aid, next_depth)
-                bad = invariants(c, cfg)
+                j = len(parent)
+                if seen.insert(slot, fp, j):  # the table grew
+                    slots, capacity = seen.slots, seen.capacity
+                parent.append(i)
+                parent_action.append(aid)
+                depth_append(next_depth)
+                pending.append(state_pending if c[4] is state_msgs else 1 if is_pending(c) else 0)
+                terminal.append(0)
+                if g.keep_states:
+                    keep(c, j)
+                push(c)
+                if safe_parent:
+                    bad = None if safe_successor(state, c) else check_safety(c, cfg)
+                else:
+                    bad = invariants(c, cfg)
                 if bad is not None and fail(bad[0], "safety", bad[1], j):
                     edge_count += 1
                     if store_edges:

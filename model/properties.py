@@ -183,6 +183,128 @@ def _plainly_safe(s: State, cfg: ModelConfig) -> bool:
     return True
 
 
+def _levels_safe(levels: tuple, p_levels: tuple, cfg: ModelConfig) -> bool:
+    """The levels' part of ``_plainly_safe``, skipping the levels that are ``p_levels``' (safe) objects."""
+    top, last = cfg.max_retries, cfg.levels
+    for li, lv in enumerate(levels):
+        if lv is p_levels[li]:
+            continue
+        entries, cursor, table, persisted, _running = lv
+        hi = cursor if cursor > table else table
+        if persisted > hi:
+            hi = persisted
+        for i, e in enumerate(entries):
+            status = e[3]
+            if status == RESETTLED or (status == PENDING and i < hi):
+                return False
+            dest = e[4]
+            if dest == DEST_DLQ:
+                return False
+            if e[1] > top:
+                return False
+            if dest == T_RETRY:
+                want = 2 + e[1]
+                if want > last:
+                    want = last
+                if li + 1 != want:
+                    return False
+    return True
+
+
+def _topics_safe(s: State, parent: State, cfg: ModelConfig) -> bool:
+    """The topics' part of ``_plainly_safe`` (it reads the topics, ``up`` and the process queue), skipping the
+    topics that are the (safe) parent's objects when ``up`` and the process queue are the parent's too."""
+    topics, pq, up = s[6], s[7], s[0]
+    p_topics = parent[6]
+    top = cfg.max_retries
+    same_context = pq is parent[7] and up == parent[0]  # what a topic's checks read besides the topic
+    settled = up
+    if up:
+        for item in pq:
+            if item[2] == AWAIT_SEND_BACK:
+                settled = False
+                break
+    for t, tp in enumerate(topics):
+        if same_context and tp is p_topics[t]:
+            continue
+        hi = tp[2] if tp[2] > tp[3] else tp[3]
+        if settled:
+            client = client_offset(s, t, cfg)
+            if client > hi:
+                hi = client
+        for i, c in enumerate(tp[0]):
+            if c[1] > top or (i < hi and not c[2]):
+                return False
+    return True
+
+
+def safe_successor(parent: State, s: State, cfg: ModelConfig) -> bool:
+    """``_plainly_safe(s, cfg)`` for a successor ``s`` of a ``parent`` that violates no safety property.
+
+    Why: a successor shares most of its parts with its parent (the very same objects), and each part of the
+    fused check reads only some parts: a level's checks read that level, a topic's read the topic, ``up`` and
+    the process queue, the dead letters' read ``dlq``. The parts that are the parent's objects passed when the
+    parent was checked, so only the others are checked again; ``no_pending_and_dead`` reads everything and runs
+    whenever a message is dead and not duplicated, as in ``_plainly_safe``.
+    """
+    return successor_safety(cfg, memo_size=0)(parent, s)
+
+
+def successor_safety(cfg: ModelConfig, memo_size: int = 1 << 16) -> Callable[[State, State], bool]:
+    """``safe_successor`` for one search, with the verdicts of the levels' and the topics' parts remembered.
+
+    Why: model/retire.py's representatives are built from a few thousand distinct part objects (its memos hand
+    out the same objects again), so a part's verdict is looked up by the object's identity. An entry keeps its
+    objects alive, so their ids cannot be reused while it stands; at ``memo_size`` entries the memo starts over
+    (without retire's memos the parts are fresh objects and nothing would be found again).
+    """
+    level_memo: dict[int, tuple[tuple, bool]] = {}
+    topic_memo: dict[tuple[int, int, bool], tuple[tuple, tuple, bool]] = {}
+    top = cfg.max_retries
+
+    def safe(parent: State, s: State) -> bool:
+        levels = s[5]
+        if levels is not parent[5]:
+            known = level_memo.get(id(levels))
+            if known is not None and known[0] is levels:
+                if not known[1]:
+                    return False
+            else:
+                ok = _levels_safe(levels, parent[5], cfg)
+                if memo_size:
+                    if len(level_memo) >= memo_size:
+                        level_memo.clear()
+                    level_memo[id(levels)] = (levels, ok)
+                if not ok:
+                    return False
+        topics, pq, up = s[6], s[7], s[0]
+        if topics is not parent[6] or pq is not parent[7] or up != parent[0]:
+            key = (id(topics), id(pq), up)
+            known = topic_memo.get(key)
+            if known is not None and known[0] is topics and known[1] is pq:
+                if not known[2]:
+                    return False
+            else:
+                ok = _topics_safe(s, parent, cfg)
+                if memo_size:
+                    if len(topic_memo) >= memo_size:
+                        topic_memo.clear()
+                    topic_memo[key] = (topics, pq, ok)
+                if not ok:
+                    return False
+        dlq = s[8]
+        if dlq is not parent[8]:
+            for _m, r in dlq:
+                if r != top + 1:
+                    return False
+        for m in s[4]:
+            if m[2] and not m[3]:
+                return no_pending_and_dead(s, cfg) is None
+        return True
+
+    return safe
+
+
 def check_safety(s: State, cfg: ModelConfig) -> tuple[str, str] | None:
     """(property, explanation) of the first safety property ``s`` violates."""
     if _plainly_safe(s, cfg):

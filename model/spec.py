@@ -413,10 +413,12 @@ def _settle(levels: tuple[Level, ...]) -> tuple[Level, ...]:
     """A persist point covers every delivery of this epoch (the spec's view, whatever was written)."""
     out = []
     for lv in levels:
-        if any(e[3] == DELIVERED for e in lv[0]):
-            entries = tuple(_new_tuple(Sched, (e[0], e[1], e[2], SETTLED, e[4])) if e[3] == DELIVERED else e
-                            for e in lv[0])
-            lv = _new_tuple(Level, (entries, lv[1], lv[2], lv[3], lv[4]))
+        for e in lv[0]:
+            if e[3] == DELIVERED:
+                entries = tuple([_new_tuple(Sched, (e[0], e[1], e[2], SETTLED, e[4])) if e[3] == DELIVERED else e
+                                 for e in lv[0]])
+                lv = _new_tuple(Level, (entries, lv[1], lv[2], lv[3], lv[4]))
+                break
         out.append(lv)
     return tuple(out)
 
@@ -447,9 +449,14 @@ def _send_actions(i: int, level: int) -> tuple[Action, Action]:
 
 # The producer: each unsent message can be sent (to its level, or straight to TopicTest), or fail.
 def _producer(s: State, cfg: ModelConfig, symmetric: bool, out: list) -> None:
+    msgs = s[4]
+    for m in msgs:
+        if m[0] >= 0:
+            break
+    else:
+        return  # every message is sent
     offered: set[int] = set()
     faults = _fault_budget(s, cfg)
-    msgs = s.msgs
     for i, m in enumerate(msgs):
         level = m[0]
         if level < 0:
@@ -472,18 +479,21 @@ def _producer(s: State, cfg: ModelConfig, symmetric: bool, out: list) -> None:
 
 def _deliver(s: State, li: int, cfg: ModelConfig) -> State:
     """The level task puts the unit at its cursor back to its destination and moves on."""
-    lv = s.levels[li]
-    c = lv.cursor
-    entries = lv.entries
+    up, crashes, faults, persists, msgs, levels, topics, pq, dlq = s
+    lv = levels[li]
+    c = lv[1]
+    entries = lv[0]
     e = entries[c]
-    status = RESETTLED if e.status in (SETTLED, RESETTLED) else DELIVERED
-    entries = entries[:c] + (_new_tuple(Sched, (e[0], e[1], e[2], status, e[4])),) + entries[c + 1:]
-    msgs, topics, dlq = s.msgs, s.topics, s.dlq
-    if e.dest == DEST_DLQ:
-        dlq = dlq + ((e.msg, e.r),)
-        msgs = _flag(msgs, e.msg, 2)
+    msg, r, dest = e[0], e[1], e[4]
+    status = RESETTLED if e[3] in (SETTLED, RESETTLED) else DELIVERED
+    entries = entries[:c] + (_new_tuple(Sched, (msg, r, e[2], status, dest)),) + entries[c + 1:]
+    if dest == DEST_DLQ:
+        dlq = dlq + ((msg, r),)
+        msgs = _flag(msgs, msg, 2)
     else:
-        topics = _put(topics, e.dest, _append(topics[e.dest], _new_tuple(Copy, (e.msg, e.r, False, li + 1))))
+        tp = topics[dest]
+        tp = _new_tuple(Topic, (tp[0] + (_new_tuple(Copy, (msg, r, False, li + 1)),), tp[1], tp[2], tp[3]))
+        topics = (tp, topics[1]) if dest == T_REAL else (topics[0], tp)
     cursor = c + 1
     table, running = cursor, False
     if "offset_from_task_start" in cfg.mutants:
@@ -494,8 +504,9 @@ def _deliver(s: State, li: int, cfg: ModelConfig) -> State:
                 running = True
             elif cfg.era == ERA_5:
                 table = cursor
-    level = _new_tuple(Level, (entries, cursor, table, lv.persisted, running))
-    return _state(s, msgs, _put(s.levels, li, level), topics, s.pq, dlq)
+    level = _new_tuple(Level, (entries, cursor, table, lv[3], running))
+    return _new_tuple(State, (up, crashes, faults, persists, msgs, levels[:li] + (level,) + levels[li + 1:], topics,
+                              pq, dlq))
 
 
 @cache
@@ -508,21 +519,24 @@ def _deliver_actions(level: int, msg: int, r: int, dest: int) -> tuple[Action, A
 
 # The scheduler: each level's task delivers the unit at its cursor once it is due, or its put fails.
 def _scheduler(s: State, cfg: ModelConfig, out: list) -> None:
-    faults = _fault_budget(s, cfg)
-    for li, lv in enumerate(s.levels):
+    faults = -1  # not yet computed
+    for li, lv in enumerate(s[5]):
         entries, c = lv[0], lv[1]
         if c >= len(entries) or entries[c][2] != 0:
             continue
         e = entries[c]
         deliver, fault, rebuild = _deliver_actions(li + 1, e[0], e[1], e[4])
         out.append((deliver, _deliver(s, li, cfg)))
+        if faults == -1:
+            faults = _fault_budget(s, cfg)
         if faults is None:
             continue
         # 5.3.3 retries a failed put at the same unit; #9249 rescheduled past it.
         skip = "skip_failed_delivery" in cfg.mutants
         failed = _new_tuple(Level, (entries, c + 1 if skip else c, lv[2], lv[3], False))
-        out.append((fault, _with_faults(_state(s, s.msgs, _put(s.levels, li, failed), s.topics, s.pq, s.dlq),
-                                        faults)))
+        levels = s[5]
+        out.append((fault, _new_tuple(State, (s[0], s[1], faults, s[3], s[4], levels[:li] + (failed,) + levels[li + 1:],
+                                              s[6], s[7], s[8]))))
         if cfg.era == ERA_4:
             # E3 retries a unit whose rebuild threw; the E1 Timer era dropped it.
             drop = "drop_on_exception" in cfg.mutants
@@ -538,22 +552,32 @@ def _tick_action(step: int) -> Action:
 
 def _passed(lv: Level, step: int, table: int) -> Level:
     """The level after ``step`` ticks: every waiting unit waits ``step`` less; ``table`` its offset table then."""
-    entries = tuple(_new_tuple(Sched, (e[0], e[1], e[2] - step, e[3], e[4])) if e[2] > 0 else e for e in lv[0])
+    entries = tuple([_new_tuple(Sched, (e[0], e[1], e[2] - step, e[3], e[4])) if e[2] > 0 else e for e in lv[0]])
     return _new_tuple(Level, (entries, lv[1], table, lv[3], lv[4]))
 
 
 # The clock: one tick passes while any unit still waits (waits never decrease along a level's queue).
 def _clock(s: State, cfg: ModelConfig, out: list, collapse: bool = False) -> None:
-    levels = s.levels
+    levels = s[5]
     for lv in levels:
         entries = lv[0]
         if entries and entries[-1][2] > 0:
             break
     else:
         return
-    step = min(e[2] for lv in levels for e in lv[0] if e[2] > 0) if collapse else 1
-    levels = tuple(_passed(lv, step, _not_due_table(lv, cfg)) if lv[0] and lv[0][-1][2] > 0 else lv for lv in levels)
-    out.append((_tick_action(step), _state(s, s.msgs, levels, s.topics, s.pq, s.dlq)))
+    step = 1
+    if collapse:
+        step = 0
+        for lv in levels:
+            for e in lv[0]:
+                wait = e[2]
+                if wait > 0 and (step == 0 or wait < step):
+                    step = wait
+    passed = []
+    for lv in levels:
+        entries = lv[0]
+        passed.append(_passed(lv, step, _not_due_table(lv, cfg)) if entries and entries[-1][2] > 0 else lv)
+    out.append((_tick_action(step), _new_tuple(State, (s[0], s[1], s[2], s[3], s[4], tuple(passed), s[6], s[7], s[8]))))
 
 
 def _not_due_table(lv: Level, cfg: ModelConfig) -> int:
@@ -590,7 +614,7 @@ def _consume_actions(t: int, o: int, msg: int, r: int) -> tuple[Action, Action]:
 
 def _consume(s: State, cfg: ModelConfig, t: int, o: int, k: int | None, out: list) -> None:
     """One consume attempt of the copy at (t, o): the next pull (k None) or a local resubmit of pq[k]."""
-    topics, pq = s.topics, s.pq
+    up, crashes, faults, persists, msgs, levels, topics, pq, dlq = s
     tp = topics[t]
     e = tp[0][o]
     success, later = _consume_actions(t, o, e[0], e[1])
@@ -599,18 +623,22 @@ def _consume(s: State, cfg: ModelConfig, t: int, o: int, k: int | None, out: lis
         tp, rest = _new_tuple(Topic, (tp[0], o + 1, client_offset(s, t, cfg), tp[3])), pq
     else:
         rest = pq[:k] + pq[k + 1:]
-    out.append((success, _state(s, _flag(s.msgs, e[0], 1), s.levels, _put(topics, t, _acked(tp, o)), rest, s.dlq)))
-    failed = tuple(sorted(rest + ((t, o, AWAIT_SEND_BACK),)))
-    out.append((later, _state(s, s.msgs, s.levels, _put(topics, t, tp), failed, s.dlq)))
+    acked = _acked(tp, o)
+    out.append((success, _new_tuple(State, (up, crashes, faults, persists, _flag(msgs, e[0], 1), levels,
+                                            (acked, topics[1]) if t == 0 else (topics[0], acked), rest, dlq))))
+    failed = tuple(sorted(rest + ((t, o, AWAIT_SEND_BACK),))) if rest else ((t, o, AWAIT_SEND_BACK),)
+    out.append((later, _new_tuple(State, (up, crashes, faults, persists, msgs, levels,
+                                          (tp, topics[1]) if t == 0 else (topics[0], tp), failed, dlq))))
 
 
 # The consumer: pull-and-consume the next copy of each queue; re-consume after a failed send-back.
 def _consumer(s: State, cfg: ModelConfig, out: list) -> None:
+    topics = s[6]
     for t in (T_REAL, T_RETRY):
-        tp = s.topics[t]
+        tp = topics[t]
         if tp[1] < len(tp[0]):
             _consume(s, cfg, t, tp[1], None, out)
-    for k, (t, o, _stage) in enumerate(s.pq):
+    for k, (t, o, _stage) in enumerate(s[7]):
         _consume(s, cfg, t, o, k, out)
 
 
@@ -626,33 +654,35 @@ def _send_back(s: State, cfg: ModelConfig, k: int) -> list[tuple[Action, State]]
     """The broker's consumerSendMsgBack for the failed message pq[k] (to a retry level or the DLQ), or its
     put failure. It runs synchronously in the consume thread right after the listener returned, so it is
     the only action while due (ROCKETMQ.md 4.2)."""
-    out = []
-    t, o, _stage = s.pq[k]
-    topics = s.topics
-    e = topics[t][0][o]
+    up, crashes, faults, persists, msgs, levels, topics, pq, dlq = s
+    t, o, _stage = pq[k]
+    tp = topics[t]
+    e = tp[0][o]
     msg, r = e[0], e[1]
-    rest = s.pq[:k] + s.pq[k + 1:]
-    acked = _put(topics, t, _acked(topics[t], o))
+    rest = pq[:k] + pq[k + 1:]
+    tp = _acked(tp, o)
+    acked = (tp, topics[1]) if t == T_REAL else (topics[0], tp)
     if cfg.goes_to_dlq(r):
         back, fault = _send_back_actions(t, o, msg, r, 0)
         if "dlq_keeps_delay" in cfg.mutants and e[3] > 0:
-            levels = _scheduled(s.levels, e[3], _new_tuple(Sched, (msg, r + 1, cfg.delay(e[3]), PENDING, DEST_DLQ)))
-            nxt = _state(s, s.msgs, levels, acked, rest, s.dlq)
+            after = _scheduled(levels, e[3], _new_tuple(Sched, (msg, r + 1, cfg.delay(e[3]), PENDING, DEST_DLQ)))
+            nxt = _new_tuple(State, (up, crashes, faults, persists, msgs, after, acked, rest, dlq))
         else:
-            nxt = _state(s, _flag(s.msgs, msg, 2), s.levels, acked, rest, s.dlq + ((msg, r + 1),))
+            nxt = _new_tuple(State, (up, crashes, faults, persists, _flag(msgs, msg, 2), levels, acked, rest,
+                                     dlq + ((msg, r + 1),)))
     else:
         level = cfg.retry_level(r)
         back, fault = _send_back_actions(t, o, msg, r, level)
-        levels = _scheduled(s.levels, level, _new_tuple(Sched, (msg, r + 1, cfg.delay(level), PENDING, T_RETRY)))
-        nxt = _state(s, s.msgs, levels, acked, rest, s.dlq)
-    out.append((back, nxt))
-    faults = _fault_budget(s, cfg)
-    if faults is not None:
+        after = _scheduled(levels, level, _new_tuple(Sched, (msg, r + 1, cfg.delay(level), PENDING, T_RETRY)))
+        nxt = _new_tuple(State, (up, crashes, faults, persists, msgs, after, acked, rest, dlq))
+    out = [(back, nxt)]
+    left = _fault_budget(s, cfg)
+    if left is not None:
         if "commit_on_failed_send_back" in cfg.mutants:
-            pq = rest  # dropped from the process queue as if acked
+            failed = rest  # dropped from the process queue as if acked
         else:
-            pq = tuple(sorted(rest + ((t, o, AWAIT_RESUBMIT),)))
-        out.append((fault, _with_faults(_state(s, s.msgs, s.levels, topics, pq, s.dlq), faults)))
+            failed = tuple(sorted(rest + ((t, o, AWAIT_RESUBMIT),))) if rest else ((t, o, AWAIT_RESUBMIT),)
+        out.append((fault, _new_tuple(State, (up, crashes, left, persists, msgs, levels, topics, failed, dlq))))
     return out
 
 
@@ -729,11 +759,13 @@ def successors(s: State, cfg: ModelConfig, symmetric: bool = False,
     ``collapse_ticks``: the clock jumps to the next instant at which a unit becomes due (a ``tick`` with
     ``ticks`` > 1), see ``collapsible_ticks``.
     """
-    if not s.up:
+    if not s[0]:
         return [_restart(s, cfg)]
-    for k, item in enumerate(s.pq):
-        if item[2] == AWAIT_SEND_BACK:
-            return _send_back(s, cfg, k)
+    pq = s[7]
+    if pq:
+        for k, item in enumerate(pq):
+            if item[2] == AWAIT_SEND_BACK:
+                return _send_back(s, cfg, k)
     out: list[tuple[Action, State]] = []
     _producer(s, cfg, symmetric, out)
     _scheduler(s, cfg, out)
@@ -827,6 +859,65 @@ def rank_drops(before: State, after: State) -> bool:
     return gained > 0
 
 
+def ranks_drop(before: State, succ: list[tuple[Action, State]]) -> bool:
+    """``rank_drops(before, after)`` for every successor ``after`` in ``succ``: the checker's question, once a state.
+
+    Why one call for all: the work in ``before``'s parts is counted once, not once an edge, and the edges that
+    spend no budget (most) take a path with the same terms written out; the others ask ``rank_drops``.
+    """
+    b_up, b_crashes, b_faults, b_persists, b_msgs, b_levels, b_topics, b_pq, b_dlq = before
+    b_dlq_len = len(b_dlq)
+    b_msgs_work = b_pq_work = None
+    b_level_work: list | None = None
+    for _action, after in succ:
+        if after[1] != b_crashes or after[2] != b_faults or after[3] != b_persists or after[0] != b_up:
+            if rank_drops(before, after):
+                continue
+            return False
+        gained = 8 * (len(after[8]) - b_dlq_len)  # work(after) - work(before)
+        a_msgs = after[4]
+        if a_msgs is not b_msgs:
+            if b_msgs_work is None:
+                b_msgs_work = _msgs_work(b_msgs)
+            gained += _msgs_work(a_msgs) - b_msgs_work
+        a_levels = after[5]
+        if a_levels is not b_levels:
+            if b_level_work is None:
+                b_level_work = [_level_work(b) for b in b_levels]
+            k = 0
+            for a in a_levels:
+                b = b_levels[k]
+                if a is not b:
+                    entries = a[0]
+                    if entries is b[0]:  # only the cursor can have moved
+                        gained += 4 * (a[1] - b[1])
+                    else:
+                        work = 8 * len(entries) + 4 * a[1]  # _level_work(a), inlined
+                        for e in entries:
+                            work -= e[2]
+                        gained += work - b_level_work[k]
+                k += 1
+        a_topics = after[6]
+        if a_topics is not b_topics:
+            a, b = a_topics[0], b_topics[0]
+            if a is not b:
+                gained += 8 * (len(a[0]) - len(b[0])) + 4 * (a[1] + a[2] - b[1] - b[2])
+            a, b = a_topics[1], b_topics[1]
+            if a is not b:
+                gained += 8 * (len(a[0]) - len(b[0])) + 4 * (a[1] + a[2] - b[1] - b[2])
+        a_pq = after[7]
+        if a_pq is not b_pq:
+            if b_pq_work is None:
+                b_pq_work = _pq_work(b_pq)
+            work = 0  # _pq_work(a_pq), inlined
+            for item in a_pq:
+                work -= 2 if item[2] == AWAIT_RESUBMIT else 1
+            gained += work - b_pq_work
+        if gained <= 0:
+            return False
+    return True
+
+
 # --- fairness ----------------------------------------------------------------------------------------------
 _FAIR_ARGS = {
     "send": ("level",), "deliver": ("level",), "tick": (), "consume": ("topic", "offset"),
@@ -856,8 +947,8 @@ def fairness_key(action: Action) -> tuple | None:
 # --- projections --------------------------------------------------------------------------------------------
 def is_pending(s: State) -> bool:
     """Some message is neither consumed successfully nor dead-lettered (yet)."""
-    for m in s.msgs:
-        if not (m.done or m.dead):
+    for m in s[4]:
+        if not (m[1] or m[2]):  # done, dead
             return True
     return False
 

@@ -3,7 +3,7 @@
 Why: a state as nested tuples costs about 600 bytes; kept for every reached state, that caps the search
 at a few million states in 2 GiB. Like TLC, the visited set holds only a 64-bit fingerprint per state
 (8 bytes in a column by state id, and a 4-byte slot of an open-addressing table at least half full); only the frontier
-keeps whole states, pickled in chunks (shared sub-tuples pickle once per chunk). A fingerprint collision
+keeps whole states, packed in chunks (``pack``: each distinct part once per chunk). A fingerprint collision
 would merge two distinct states and could hide a violation; ``collision_probability`` estimates its
 chance the way TLC reports it ("calculated, optimistic").
 
@@ -13,11 +13,13 @@ whose hash does not depend on ``PYTHONHASHSEED``, so the search is the same in e
 
 from __future__ import annotations
 
+import io
 import pickle
 import zlib
 from array import array
 from bisect import bisect_right
 from collections import deque
+from functools import partial
 from itertools import repeat
 
 MAX_LOAD = 0.75
@@ -86,6 +88,21 @@ class FingerprintSet:
             slot += 1
             if slot == capacity:
                 slot = 0
+
+    def insert(self, slot: int, fp: int, sid: int) -> bool:
+        """Store ``fp`` under ``sid`` (the next id) in ``slot``, the empty slot its probe ended at (the checker
+        inlines the probe of ``get_or_add``); True when the table grew (its slots and capacity changed)."""
+        fps = self.fps
+        if sid != len(fps):
+            raise ValueError(f"state ids are dense: expected {len(fps)}, not {sid}")
+        if self.slots[slot] != 0:
+            raise ValueError(f"slot {slot} is taken")
+        fps.append(fp)
+        self.slots[slot] = sid + 1
+        if len(fps) > self.limit:
+            self._grow()
+            return True
+        return False
 
     def release(self) -> None:
         """Drop the table (the search is over)."""
@@ -157,9 +174,64 @@ def collision_probability(distinct: int, generated: int) -> float:
     return min(1.0, distinct * max(generated - distinct, 0) / 2.0**64)
 
 
+class _PlainPickler(pickle.Pickler):
+    """Pickles a tuple subclass (a named tuple) as ``tuple.__new__(cls, values)``: loading it runs no Python
+    code, where the named tuple's own ``__reduce_ex__`` and ``__new__`` do."""
+
+    def reducer_override(self, obj):
+        if isinstance(obj, tuple):
+            return tuple.__new__, (type(obj), tuple(obj))
+        return NotImplemented
+
+
+def _pickled(obj: object) -> bytes:
+    out = io.BytesIO()
+    _PlainPickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
+    return out.getvalue()
+
+
+def pack(states: list) -> bytes:
+    """A chunk of states as bytes: per field (column), each distinct value once, and the states as rows of
+    indices into them.
+
+    Why not ``pickle.dumps(states)``: unpickling builds every named tuple with its Python ``__new__``, and the
+    checker's states share most of their parts: model/retire.py's representatives reuse a few thousand part
+    objects, and the small parts (message records, process queue, dead letters) take few values. So each
+    column is reduced to its distinct objects (by identity, then by value: a column holds values of one kind,
+    so equal values are interchangeable), only those are pickled, as plain tuples (``_PlainPickler``), and the rows
+    are arrays of ints, built and read without a Python loop over the states. Chunks whose states are not
+    tuples of one type and one length are pickled as they are.
+    """
+    kinds = set(map(type, states))
+    widths = set(map(len, states)) if all(issubclass(k, tuple) for k in kinds) else ()
+    if len(kinds) != 1 or len(widths) != 1 or 0 in widths:
+        return zlib.compress(pickle.dumps((None, states), protocol=pickle.HIGHEST_PROTOCOL), 1)
+    fields: list = []
+    rows = []
+    for column in zip(*states, strict=True):
+        by_id = dict(zip(map(id, column), column, strict=True))  # ``states`` keeps every object alive: ids are unique
+        by_value = dict.fromkeys(by_id.values())
+        first = len(fields)
+        number = dict(zip(by_value, range(first, first + len(by_value)), strict=True))
+        fields.extend(by_value)
+        number_of_id = dict(zip(by_id, map(number.__getitem__, by_id.values()), strict=True))
+        rows.append(array("I", map(number_of_id.__getitem__, map(id, column))))
+    return zlib.compress(_pickled((kinds.pop(), fields, rows)), 1)
+
+
+def unpack(blob: bytes) -> list:
+    """The states ``pack`` packed, in order (equal to them, of the same types all the way down)."""
+    table = pickle.loads(zlib.decompress(blob))
+    if table[0] is None:
+        return table[1]
+    kind, fields, rows = table
+    at = fields.__getitem__
+    return list(map(partial(tuple.__new__, kind), zip(*[map(at, column) for column in rows], strict=True)))
+
+
 class Frontier:
     """A FIFO of states in chunks of ``CHUNK``. Past ``loose`` states held as objects, each further full
-    chunk is pickled and compressed into one bytes object (about 20 bytes a state instead of about
+    chunk is packed (``pack``) and compressed into one bytes object (about 20 bytes a state instead of about
     600): small searches pay nothing for it, big ones keep their frontier small."""
 
     def __init__(self, chunk: int = CHUNK, loose: int = 8 * CHUNK) -> None:
@@ -179,7 +251,7 @@ class Frontier:
                 self.loose_count += self.chunk
                 self.chunks.append(self.tail)
             else:
-                blob = zlib.compress(pickle.dumps(self.tail, protocol=pickle.HIGHEST_PROTOCOL), 1)
+                blob = pack(self.tail)
                 self.nbytes += len(blob)
                 self.chunks.append(blob)
             self.tail = []
@@ -191,7 +263,7 @@ class Frontier:
                 chunk = self.chunks.popleft()
                 if isinstance(chunk, bytes):
                     self.nbytes -= len(chunk)
-                    self.head = pickle.loads(zlib.decompress(chunk))
+                    self.head = unpack(chunk)
                 else:
                     self.loose_count -= len(chunk)
                     self.head = chunk

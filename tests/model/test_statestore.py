@@ -11,7 +11,15 @@ import pytest
 from model.checker import canonical_states, check
 from model.liveness import strongly_connected_components
 from model.spec import ModelConfig
-from model.statestore import Depths, FingerprintSet, Frontier, collision_probability, fingerprint
+from model.statestore import (
+    Depths,
+    FingerprintSet,
+    Frontier,
+    collision_probability,
+    fingerprint,
+    pack,
+    unpack,
+)
 from model.symmetry import canonical
 
 
@@ -29,6 +37,45 @@ def test_the_fingerprint_set_finds_what_it_stored_across_growth():
     for fp, sid in stored.items():
         assert fps.get(fp) == sid and fps.get_or_add(fp, -7) == sid
     assert fps.get(12345) == -1 or 12345 in stored
+
+
+def test_an_insert_at_the_probes_empty_slot_is_found_across_growth():
+    """The checker's inlined probe ends at an empty slot and hands it to ``insert``: the same table results."""
+    rng = random.Random(2)
+    fps, same = FingerprintSet(capacity=8), FingerprintSet(capacity=8)
+    grew = 0
+    for sid in range(5_000):
+        fp = rng.getrandbits(64) - 2**63 or 1
+        slot = fp % fps.capacity
+        while fps.slots[slot]:
+            slot = slot + 1 if slot + 1 < fps.capacity else 0
+        grew += fps.insert(slot, fp, sid)
+        assert same.get_or_add(fp, sid) == -1
+        assert fps.get(fp) == sid
+    assert grew > 5 and fps.capacity == same.capacity and fps.slots == same.slots
+    with pytest.raises(ValueError, match="dense"):
+        fps.insert(0, 7, 3)
+    taken = next(i for i, v in enumerate(fps.slots) if v)
+    with pytest.raises(ValueError, match="taken"):
+        fps.insert(taken, 7, len(fps))
+
+
+def test_a_packed_chunk_of_states_unpacks_equal_with_its_records_and_sharing():
+    from model.spec import Copy, Level, Msg, Sched, State, Topic
+
+    cfg = ModelConfig(messages=2, levels=2, max_retries=1, crashes=1, send_levels=(0, 1))
+    states = check(cfg, keep_states=True, symmetry=False, max_states=3000).graph.states
+    assert len(states) >= 3000
+    back = unpack(pack(states))
+    assert back == states
+    for s in back:
+        assert type(s) is State and all(type(m) is Msg for m in s.msgs)
+        assert all(type(lv) is Level and all(type(e) is Sched for e in lv.entries) for lv in s.levels)
+        assert all(type(tp) is Topic and all(type(c) is Copy for c in tp.entries) for tp in s.topics)
+    assert len({id(s.levels) for s in back}) == len(set(s.levels for s in states)) < len(states)  # shared
+    # not one kind of tuple of one length: pickled as it is
+    for odd in ([(1, 2), (3, 4, 5)], [(1, 2), [3, 4]], [(), ()], [1, 2], [states[0], (1,) * 9]):
+        assert unpack(pack(odd)) == odd
 
 
 def test_the_frontier_is_a_fifo_across_packed_chunks():
