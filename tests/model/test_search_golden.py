@@ -9,24 +9,11 @@ import os
 
 import pytest
 
-from model.checker import check
-from model.spec import ModelConfig
+from benchmarks.search_golden import record  # what one search found, as recorded
 
 _FILE = os.path.join(os.path.dirname(__file__), "search_golden.json")
 with open(_FILE, encoding="utf-8") as _f:
     RECORDED = json.load(_f)
-
-
-def record(bounds: dict, options: dict) -> dict:
-    """What one search found (as benchmarks/search_golden.py records it)."""
-    cfg = ModelConfig(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in bounds.items()})
-    r = check(cfg, **options)
-    v = r.violation
-    return {"states": r.states, "edges": r.edges, "depth": r.depth, "generated": r.graph.generated,
-            "terminal": sum(r.graph.terminal), "verdict": r.verdict(), "stop": r.stop,
-            "por_pruned": r.graph.por_pruned, "acyclic": r.graph.acyclic,
-            "violation": v and {"prop": v.prop, "kind": v.kind, "text": v.format(),
-                                "path": v.path_ids, "cycle": v.cycle_ids}}
 
 
 def test_the_record_has_violations_completions_and_limits():
