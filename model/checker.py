@@ -239,6 +239,7 @@ class CheckResult:
     store_mb: float = 0.0  # fingerprint table + graph columns + packed frontier, at its largest
     workers: int = 1  # processes that expanded states (model/parallel.py); 1: this one
     worker_peak_rss_mb: float = 0.0  # the largest worker's peak resident memory (workers > 1)
+    worker_cpu_seconds: float = 0.0  # of all workers together, included in cpu_seconds (workers > 1)
     canon: Callable[[State], State] = field(default=identity, repr=False)  # the canonical form the graph holds
     renaming: Callable[[State], State] = field(default=identity, repr=False)  # its symmetry part (canonical or not)
 
@@ -283,6 +284,7 @@ class CheckResult:
                 "por": self.graph.por, "por_pruned": self.graph.por_pruned,
                 "retire": self.graph.retire, "compact": self.graph.compact,
                 "workers": self.workers, "worker_peak_rss_mb": round(self.worker_peak_rss_mb, 1),
+                "worker_cpu_seconds": round(self.worker_cpu_seconds, 3),
                 "stop": self.stop}
 
     def verdict(self) -> str:

@@ -24,15 +24,18 @@ import multiprocessing
 import os
 import time
 from array import array
+from collections import deque
 from itertools import compress
+from multiprocessing.connection import wait
 
 from . import por as _por
 from . import retire as _retire
 from .properties import check_safety, check_terminal, successor_safety
-from .spec import ModelConfig, State, collapsible_ticks, initial_state, is_pending, ranks_drop, successors
+from .spec import ModelConfig, collapsible_ticks, initial_state, is_pending, ranks_drop, successors
 from .statestore import FingerprintSet, fingerprint, pack, unpack
 from .symmetry import canonical, identity, renamings_can_meet
 
+PART = 1024  # expanded states per message from a worker
 _RANK = 1  # flags of an expanded state: its successors do not all lower spec.progress_rank
 _TERMINAL = 2  # no successor
 
@@ -129,7 +132,13 @@ def _loop(conn, job: _Job) -> None:
             slice_ = [s for blob in before for s in unpack(blob)] + kept + [s for blob in after for s in unpack(blob)]
             kept = []
             produced = []
-            conn.send(_expand(job, slice_, safe_successor, aid_of, actions, produced))
+            # In parts, so that the parent walks the first ones while this worker computes the rest.
+            for lo in range(0, max(len(slice_), 1), PART):
+                part = _expand(job, slice_[lo:lo + PART], safe_successor, aid_of, actions, produced)
+                last = lo + PART >= len(slice_) or (len(part[2]) and part[2][-1] & _RANK)
+                conn.send((bool(last), part))
+                if last:
+                    break
         elif kind == "commit":
             _, mask, own, pieces = message  # own: (lo, hi) kept here; pieces: [(worker, lo, hi)] handed on
             new = list(compress(produced, mask))
@@ -149,6 +158,46 @@ def _received(conn):
     if type(reply) is tuple and reply and type(reply[0]) is str and reply[0] == "error":
         raise RuntimeError(f"a --workers process failed:\n{reply[1]}")
     return reply
+
+
+class _Inbox:
+    """The workers' parts of one level, read as they come (multiprocessing.connection.wait), handed out in
+    worker order: while the parent walks worker 0's parts, worker 1's are read into memory, so no worker waits
+    on a full pipe."""
+
+    def __init__(self, conns: list) -> None:
+        self.conns = conns
+        self.queues: list[deque] = [deque() for _ in conns]
+        self.done = [False] * len(conns)
+
+    def start(self) -> None:
+        self.done = [False] * len(self.conns)
+
+    def parts(self, k: int):
+        queue = self.queues[k]
+        while True:
+            while not queue:
+                self._pump()
+            last, part = queue.popleft()
+            yield part
+            if last:
+                return
+
+    def drain(self) -> None:
+        """Read what the workers still send of this level (the search stopped in the middle of it)."""
+        while not all(self.done):
+            self._pump()
+        for queue in self.queues:
+            queue.clear()
+
+    def _pump(self) -> None:
+        open_ = [c for c, done in zip(self.conns, self.done, strict=True) if not done]
+        for conn in wait(open_):
+            k = self.conns.index(conn)
+            message = _received(conn)
+            self.queues[k].append(message)
+            if message[0]:
+                self.done[k] = True
 
 
 def _rss_mb_of(pid: int) -> float:
@@ -240,107 +289,112 @@ def explore(cfg: ModelConfig, *, workers: int, symmetry: bool, fairness: bool, m
         check_every = 2048
         next_check = check_every
         stop = result.violation is not None
+        inbox = _Inbox(conns)
         while not stop:
             for k, conn in enumerate(conns):
                 conn.send(("expand", incoming[k][0], incoming[k][1]))
-            replies = [_received(conn) for conn in conns]  # in worker order: slice k holds smaller ids than slice k+1
-            if not any(len(r[0]) for r in replies):
-                break  # the level was empty: the search is complete
+            inbox.start()
             next_depth = level + 1
-            masks = []
+            masks: list[list[bytearray]] = [[] for _ in range(workers)]
             made = []  # new states per worker, in id order
-            for k, reply in enumerate(replies):
-                counts, full_counts, flags, terminal_bad, fps, aids, unsafe, bad_of, pend, new_actions = reply
-                wactions[k].extend(new_actions)
-                amap = amaps[k]
-                amap.extend([-1] * len(new_actions))
-                mask = bytearray(len(fps))
-                masks.append(mask)
+            for k in range(workers):  # in worker order: slice k holds smaller ids than slice k+1
+                amap, wact = amaps[k], wactions[k]
                 before = len(parent)
-                u = 0
-                for t in range(len(counts)):
-                    if flags[t] & _RANK:
-                        raise _RankDidNotDrop
-                    n = counts[t]
-                    generated += full_counts[t]
-                    pruned += full_counts[t] - n
-                    if not n:
-                        terminal[i] = 1
-                        bad = terminal_bad.get(t)
-                        if bad is not None:
-                            fail(bad[0], "deadlock" if bad[0] == "deadlock" else "terminal", bad[1], i)
-                            stop = True
-                            break
-                    keys: set = set()
-                    base = u
-                    for u in range(base, base + n):
-                        la = aids[u]
-                        aid = amap[la]
-                        if aid < 0:
-                            aid = amap[la] = g.action_id(wactions[k][la])
-                        fp = fps[u]
-                        slot = fp % capacity  # FingerprintSet.get_or_add's probe, inlined (as the serial loop)
-                        while True:
-                            v = slots[slot]
-                            if v == 0:
-                                j = -1
-                                break
-                            if fps_[v - 1] == fp:
-                                j = v - 1
-                                break
-                            slot += 1
-                            if slot == capacity:
-                                slot = 0
-                        if j < 0:
-                            j = len(parent)
-                            if seen.insert(slot, fp, j):
-                                slots, capacity = seen.slots, seen.capacity
-                            parent.append(i)
-                            parent_action.append(aid)
-                            depth_append(next_depth)
-                            pending.append(pend[u])
-                            terminal.append(0)
-                            mask[u] = 1
-                            if unsafe[u]:
-                                b = bad_of[u]
-                                fail(b[0], "safety", b[1], j)
-                                edge_count += 1
+                for part in inbox.parts(k):
+                    counts, full_counts, flags, terminal_bad, fps, aids, unsafe, bad_of, pend, new_actions = part
+                    wact.extend(new_actions)
+                    amap.extend([-1] * len(new_actions))
+                    mask = bytearray(len(fps))
+                    masks[k].append(mask)
+                    u = 0
+                    for t in range(len(counts)):
+                        if flags[t] & _RANK:
+                            raise _RankDidNotDrop
+                        n = counts[t]
+                        generated += full_counts[t]
+                        pruned += full_counts[t] - n
+                        if not n:
+                            terminal[i] = 1
+                            bad = terminal_bad.get(t)
+                            if bad is not None:
+                                fail(bad[0], "deadlock" if bad[0] == "deadlock" else "terminal", bad[1], i)
                                 stop = True
                                 break
-                        key = j << 16 | action_fair_id[aid]
-                        if key in keys:
+                        keys: set = set()
+                        base = u
+                        for u in range(base, base + n):
+                            la = aids[u]
+                            aid = amap[la]
+                            if aid < 0:
+                                aid = amap[la] = g.action_id(wact[la])
+                            fp = fps[u]
+                            slot = fp % capacity  # FingerprintSet.get_or_add's probe, inlined (as the serial loop)
+                            while True:
+                                v = slots[slot]
+                                if v == 0:
+                                    j = -1
+                                    break
+                                if fps_[v - 1] == fp:
+                                    j = v - 1
+                                    break
+                                slot += 1
+                                if slot == capacity:
+                                    slot = 0
+                            if j < 0:
+                                j = len(parent)
+                                if seen.insert(slot, fp, j):
+                                    slots, capacity = seen.slots, seen.capacity
+                                parent.append(i)
+                                parent_action.append(aid)
+                                depth_append(next_depth)
+                                pending.append(pend[u])
+                                terminal.append(0)
+                                mask[u] = 1
+                                if unsafe[u]:
+                                    b = bad_of[u]
+                                    fail(b[0], "safety", b[1], j)
+                                    edge_count += 1
+                                    stop = True
+                                    break
+                            key = j << 16 | action_fair_id[aid]
+                            if key in keys:
+                                continue
+                            keys.add(key)
+                            edge_count += 1
+                        else:
+                            u = base + n
+                            i += 1
+                            if len(parent) >= next_check:
+                                next_check = len(parent) + check_every
+                                if progress is not None:
+                                    progress(len(parent), level, len(parent) - i)
+                                mem = rss_mb()
+                                result.peak_rss_mb = max(result.peak_rss_mb, mem)
+                                result.store_mb = max(result.store_mb, (seen.nbytes + g.nbytes()) / 2**20)
+                                limit = None
+                                if max_states is not None and len(parent) >= max_states:
+                                    limit = STOP_STATES
+                                elif memory_mb is not None and mem + sum(_rss_mb_of(p.pid) for p in procs) >= memory_mb:
+                                    limit = STOP_MEMORY
+                                elif max_seconds is not None and time.perf_counter() - start >= max_seconds:  # wall-clock ok
+                                    limit = STOP_TIME
+                                if limit is not None:
+                                    result.stop = limit
+                                    stop = True
+                                    break
                             continue
-                        keys.add(key)
-                        edge_count += 1
-                    else:
-                        u = base + n
-                        i += 1
-                        if len(parent) >= next_check:
-                            next_check = len(parent) + check_every
-                            if progress is not None:
-                                progress(len(parent), level, len(parent) - i)
-                            mem = rss_mb()
-                            result.peak_rss_mb = max(result.peak_rss_mb, mem)
-                            result.store_mb = max(result.store_mb, (seen.nbytes + g.nbytes()) / 2**20)
-                            limit = None
-                            if max_states is not None and len(parent) >= max_states:
-                                limit = STOP_STATES
-                            elif memory_mb is not None and mem + sum(_rss_mb_of(p.pid) for p in procs) >= memory_mb:
-                                limit = STOP_MEMORY
-                            elif max_seconds is not None and time.perf_counter() - start >= max_seconds:  # wall-clock ok
-                                limit = STOP_TIME
-                            if limit is not None:
-                                result.stop = limit
-                                stop = True
-                                break
-                        continue
-                    stop = True  # a violation inside the successors
-                    break
+                        stop = True  # a violation inside the successors
+                        break
+                    if stop:
+                        break
                 if stop:
                     break
                 made.append(len(parent) - before)
             if stop:
+                inbox.drain()
                 break
+            if not sum(made):
+                break  # the next level is empty: the search is complete
             # Hand the new states on so that every worker expands an equal contiguous slice of the next level.
             total = sum(made)
             bounds = _split(total, workers)
@@ -355,7 +409,7 @@ def explore(cfg: ModelConfig, *, workers: int, symmetry: bool, fairness: bool, m
                     lo, hi = max(bounds[w], lo_k), min(bounds[w + 1], hi_k)
                     if lo < hi:
                         pieces.append((w, lo - lo_k, hi - lo_k))
-                conn.send(("commit", masks[k], own, pieces))
+                conn.send(("commit", b"".join(masks[k]), own, pieces))
             incoming = [([], []) for _ in range(workers)]
             for k, conn in enumerate(conns):
                 for w, blob in _received(conn):
@@ -391,4 +445,5 @@ def explore(cfg: ModelConfig, *, workers: int, symmetry: bool, fairness: bool, m
     result.cpu_seconds = time.process_time() - cpu_start + worker_cpu  # wall-clock ok
     result.peak_rss_mb = max(result.peak_rss_mb, rss_mb())
     result.worker_peak_rss_mb = worker_peak_mb
+    result.worker_cpu_seconds = worker_cpu
     return result
