@@ -38,6 +38,7 @@ from .symmetry import canonical, identity, renamings_can_meet
 PART = 1024  # expanded states per message from a worker
 _RANK = 1  # flags of an expanded state: its successors do not all lower spec.progress_rank
 _TERMINAL = 2  # no successor
+_UNJUDGED = 2  # a successor's safety verdict: not computed (see ``_expand``'s ``met``); 0 safe, 1 violated
 
 
 class _Job:
@@ -48,8 +49,13 @@ class _Job:
         self.canon, self.invariants = canon, invariants
 
 
-def _expand(job: _Job, slice_: list, safe_successor, aid_of: dict, actions: list, produced: list) -> tuple:
-    """Expand the states of one slice, in order; the successors' canonical states go to ``produced``."""
+def _expand(job: _Job, slice_: list, safe_successor, aid_of: dict, actions: list, produced: list, met: set) -> tuple:
+    """Expand the states of one slice, in order; the successors' canonical states go to ``produced``.
+
+    ``met``: the fingerprints this worker produced earlier in this level. The parent walks those earlier successors
+    first, so it finds such a state already known: its safety and pending bit are not computed (``_UNJUDGED``).
+    """
+    met_add = met.add
     cfg, symmetry, collapse, reduce = job.cfg, job.symmetry, job.collapse, job.reduce
     canon, invariants = job.canon, job.invariants
     no_canon = canon is identity
@@ -92,7 +98,14 @@ def _expand(job: _Job, slice_: list, safe_successor, aid_of: dict, actions: list
                 actions.append(action)
                 aid_of[id(action)] = (action, la)
                 aids.append(la)
-            fps.append(hash(c) or 1)  # statestore.fingerprint, inlined
+            fp = hash(c) or 1  # statestore.fingerprint, inlined
+            fps.append(fp)
+            if fp in met:  # met earlier in this level: the parent knows it by the time it reaches this one
+                pend.append(0)
+                unsafe.append(_UNJUDGED)
+                keep(None)
+                continue
+            met_add(fp)
             pend.append(state_pending if c[4] is state_msgs else is_pending(c))
             if incremental:
                 bad = None if safe_successor(state, c) else check_safety(c, cfg)
@@ -132,9 +145,10 @@ def _loop(conn, job: _Job) -> None:
             slice_ = [s for blob in before for s in unpack(blob)] + kept + [s for blob in after for s in unpack(blob)]
             kept = []
             produced = []
+            met: set = set()
             # In parts, so that the parent walks the first ones while this worker computes the rest.
             for lo in range(0, max(len(slice_), 1), PART):
-                part = _expand(job, slice_[lo:lo + PART], safe_successor, aid_of, actions, produced)
+                part = _expand(job, slice_[lo:lo + PART], safe_successor, aid_of, actions, produced, met)
                 last = lo + PART >= len(slice_) or (len(part[2]) and part[2][-1] & _RANK)
                 conn.send((bool(last), part))
                 if last:
@@ -351,6 +365,8 @@ def explore(cfg: ModelConfig, *, workers: int, symmetry: bool, fairness: bool, m
                                 terminal.append(0)
                                 mask[u] = 1
                                 if unsafe[u]:
+                                    if unsafe[u] == _UNJUDGED:
+                                        raise AssertionError(f"state {j} was not judged by its worker")
                                     b = bad_of[u]
                                     fail(b[0], "safety", b[1], j)
                                     edge_count += 1
