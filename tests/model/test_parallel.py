@@ -90,3 +90,23 @@ def test_the_cli_refuses_what_workers_cannot_run(tmp_path, capsys, extra, says):
     code = check_main(["--messages", "1", "--crashes", "0", "--no-progress", "--workers", "2", *extra])
     assert code == 2
     assert says in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("limit, stop", [({"memory_mb": 1}, "memory limit"), ({"max_seconds": 0}, "time limit")])
+def test_the_memory_and_time_limits_stop_where_the_serial_search_stops(limit, stop):
+    """Both limits are looked at every 2 048 new states, in the same walk: a limit already passed at the first look
+    stops both searches at the same state."""
+    cfg = ModelConfig(messages=2, crashes=1)
+    serial, parallel = check(cfg, **limit), check(cfg, workers=2, **limit)
+    assert parallel.stop == serial.stop == stop
+    assert (parallel.states, parallel.edges, parallel.graph.generated) == (
+        serial.states, serial.edges, serial.graph.generated)
+    assert parallel.states < 10_000
+
+
+def test_the_progress_bar_hears_what_it_hears_from_the_serial_search():
+    cfg = ModelConfig(messages=2, crashes=1)
+    heard: dict[int, list] = {1: [], 2: []}
+    for workers, calls in heard.items():
+        check(cfg, workers=workers, max_states=12_000, progress=lambda *a, calls=calls: calls.append(a))
+    assert len(heard[1]) >= 5 and heard[2] == heard[1]
