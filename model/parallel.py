@@ -3,8 +3,9 @@
 Why this shape: the search must find exactly what the serial one finds (same ids, parents, depths, statistics,
 counterexample), so it stays level-synchronous and the parent keeps the one visited set. Per BFS level the
 frontier is split into N contiguous slices; each worker expands its slice (successors, the rank check,
-partial-order reduction, canonical form, fingerprint, safety of every successor, pending, terminal checks) and
-sends back per successor only (fingerprint, action, safety verdict, pending bit): about 14 bytes, no state.
+partial-order reduction, canonical form, fingerprint, terminal checks, and the safety and pending bit of each
+successor it has not met earlier in the level) and sends back in parts of ``PART`` states, per successor only
+(fingerprint, action, safety verdict, pending bit): about 14 bytes, no state.
 The parent walks those results in frontier order doing what model/checker.py's loop does with a successor
 (fingerprint table, columns, first violation, limits), then tells each worker which of its successors were new.
 The new states stay in the worker that made them; before the next level the parent moves packed pieces
