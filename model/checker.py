@@ -696,6 +696,6 @@ def format_stats(result: CheckResult) -> str:
             f"{', ticks collapsed' if result.graph.collapse_ticks else ''}"
             f"{', acyclic (no edges kept)' if result.graph.acyclic else ''}"
             f"{', partial-order reduction on' if result.graph.por else ''}"
-            f"{f', {result.workers} workers' if result.workers > 1 else ''}"
+            f"{f', {result.workers} workers (peak {result.worker_peak_rss_mb:.0f} MiB each)' if result.workers > 1 else ''}"
             f"{', queues compacted' if result.graph.compact else ', persisted offsets retired' if result.graph.retire else ''}")
     return head + "\n" + body
