@@ -9,8 +9,7 @@ successor it has not met earlier in the level) and sends back in parts of ``PART
 The parent walks those results in frontier order doing what model/checker.py's loop does with a successor
 (fingerprint table, columns, first violation, limits), then tells each worker which of its successors were new.
 The new states stay in the worker that made them; before the next level the parent moves packed pieces
-(statestore.pack) between workers to cut the next level into slices again (``_split``), forwarding bytes it
-never unpacks.
+(statestore.pack) between workers so that the slices are again equal, forwarding bytes it never unpacks.
 
 A design that partitions states by fingerprint (each worker owns ``fp mod N``) would spare the parent's walk,
 but hands out ids in an order that depends on N; this one keeps the serial numbering.
@@ -38,7 +37,6 @@ from .statestore import FingerprintSet, fingerprint, pack, unpack
 from .symmetry import canonical, identity, renamings_can_meet
 
 PART = 1024  # expanded states per message from a worker
-GROWTH = 1.25  # slice k + 1 is this much bigger than slice k: the parent's walk is about a fifth of the expansion
 _RANK = 1  # flags of an expanded state: its successors do not all lower spec.progress_rank
 _TERMINAL = 2  # no successor
 _UNJUDGED = 2  # a successor's safety verdict: not computed (see ``_expand``'s ``met``); 0 safe, 1 violated
@@ -226,19 +224,8 @@ def _rss_mb_of(pid: int) -> float:
 
 
 def _split(total: int, n: int) -> list[int]:
-    """Boundaries of n contiguous slices of ``total`` items, each ``GROWTH`` times the one before.
-
-    Why not equal: the parent walks slice k only after slice k - 1, so slice k + 1 may take as long to expand as
-    slice k to expand plus slice k + 1 to walk; then the parent's walk of the last slice does not follow all the
-    expansions but runs beside them. Any split gives the same search (the slices are contiguous and in order).
-    """
-    weights = [GROWTH**k for k in range(n)]
-    whole = sum(weights)
-    bounds = [0]
-    for k in range(n - 1):
-        bounds.append(min(total, bounds[-1] + round(total * weights[k] / whole)))
-    bounds.append(total)
-    return bounds
+    """Boundaries of n contiguous slices of ``total`` items, as equal as can be."""
+    return [total * k // n for k in range(n + 1)]
 
 
 def explore(cfg: ModelConfig, *, workers: int, symmetry: bool, fairness: bool, max_states: int | None,
@@ -425,7 +412,7 @@ def explore(cfg: ModelConfig, *, workers: int, symmetry: bool, fairness: bool, m
                 break
             if not sum(made):
                 break  # the next level is empty: the search is complete
-            # Hand the new states on so that worker k expands the k-th contiguous slice of the next level (_split).
+            # Hand the new states on so that every worker expands an equal contiguous slice of the next level.
             total = sum(made)
             bounds = _split(total, workers)
             offsets = [sum(made[:k]) for k in range(workers + 1)]
