@@ -237,6 +237,9 @@ class CheckResult:
     nontrivial_sccs: int = 0
     fair_sccs: int = 0
     store_mb: float = 0.0  # fingerprint table + graph columns + packed frontier, at its largest
+    workers: int = 1  # processes that expanded states (model/parallel.py); 1: this one
+    worker_peak_rss_mb: float = 0.0  # the largest worker's peak resident memory (workers > 1)
+    worker_cpu_seconds: float = 0.0  # of all workers together, included in cpu_seconds (workers > 1)
     canon: Callable[[State], State] = field(default=identity, repr=False)  # the canonical form the graph holds
     renaming: Callable[[State], State] = field(default=identity, repr=False)  # its symmetry part (canonical or not)
 
@@ -280,6 +283,8 @@ class CheckResult:
                 "symmetry": self.symmetry, "fairness": self.fairness, "acyclic": self.graph.acyclic,
                 "por": self.graph.por, "por_pruned": self.graph.por_pruned,
                 "retire": self.graph.retire, "compact": self.graph.compact,
+                "workers": self.workers, "worker_peak_rss_mb": round(self.worker_peak_rss_mb, 1),
+                "worker_cpu_seconds": round(self.worker_cpu_seconds, 3),
                 "stop": self.stop}
 
     def verdict(self) -> str:
@@ -317,6 +322,7 @@ def check(
     por: bool = False,
     retire: bool = True,
     compact: bool = True,
+    workers: int = 1,
 ) -> CheckResult:
     """Explore every state reachable from the initial one; stop at the first violation or a limit.
 
@@ -334,6 +340,9 @@ def check(
     ``por``: on such an acyclic search, expand a stubborn subset of each state's successors (model/por.py).
     ``retire``: on such an acyclic search, forget the persisted offsets once no crash can come; ``compact``:
     also drop the queues' processed prefixes then (model/retire.py; ``compact`` implies ``retire``).
+    ``workers``: above 1, expand each BFS level in that many forked processes (model/parallel.py), same result;
+    only for a search without edges, states or ``explore_after_violation`` (else ``ValueError``). If the graph
+    turns out not to be acyclic, the search restarts serially with the edge store, as it does with one.
     """
     cfg.validate()
     options = dict(symmetry=symmetry, fairness=fairness, max_states=max_states, memory_mb=memory_mb,
@@ -343,6 +352,8 @@ def check(
                    retire=retire, compact=compact)
     if store_edges is None:
         store_edges = keep_states or cfg.put_failures is None
+    if workers > 1:
+        _parallel_refused(cfg, store_edges, keep_states, explore_after_violation)
     # States are tuples of ints and bools: the search makes no reference cycles, and the cyclic collector's
     # passes over the frontier's live states cost about a tenth of the time. Off during the search only.
     collecting = gc.isenabled()
@@ -350,6 +361,12 @@ def check(
     try:
         if not store_edges:
             try:
+                if workers > 1:
+                    from .parallel import explore
+
+                    parallel = {k: v for k, v in options.items() if k not in
+                                ("explore_after_violation", "keep_states", "keep_states_until")}
+                    return explore(cfg, workers=workers, **parallel)
                 return _explore(cfg, store_edges=False, **options)
             except _RankDidNotDrop:
                 pass
@@ -357,6 +374,17 @@ def check(
     finally:
         if collecting:
             gc.enable()
+
+
+def _parallel_refused(cfg: ModelConfig, store_edges: bool, keep_states: bool, explore_after_violation: int) -> None:
+    """Why ``workers`` > 1 cannot run this search (ValueError), if it cannot."""
+    if keep_states or store_edges:
+        why = ("unbounded put failures need the edge store and the SCC search" if cfg.put_failures is None
+               else "it keeps states or edges (--graph, store_edges)")
+        raise ValueError(f"workers > 1 runs only searches whose graph is proven acyclic, without edges: {why}; "
+                         "use 1 worker")
+    if explore_after_violation:
+        raise ValueError("workers > 1 stops at the first violation: explore_after_violation needs 1 worker")
 
 
 def _then(first: Callable[[State], State], second: Callable[[State], State]) -> Callable[[State], State]:
@@ -668,5 +696,6 @@ def format_stats(result: CheckResult) -> str:
             f"{', ticks collapsed' if result.graph.collapse_ticks else ''}"
             f"{', acyclic (no edges kept)' if result.graph.acyclic else ''}"
             f"{', partial-order reduction on' if result.graph.por else ''}"
+            f"{f', {result.workers} workers (peak {result.worker_peak_rss_mb:.0f} MiB each)' if result.workers > 1 else ''}"
             f"{', queues compacted' if result.graph.compact else ', persisted offsets retired' if result.graph.retire else ''}")
     return head + "\n" + body

@@ -99,6 +99,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         f"refused above {GRAPH_MAX_STATES} states unless --force-graph")
     p.add_argument("--force-graph", action="store_true",
                    help="write --graph whatever its size (every state is kept in memory)")
+    p.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="expand each BFS level in N processes (model/parallel.py; same result as 1), only on searches "
+                        "whose graph is proven acyclic: not with --graph or --put-failures inf (1)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
@@ -117,7 +120,8 @@ def run(args: argparse.Namespace) -> int:
         cfg = config_from_args(args)
     except ModelConfigError as error:
         raise BadInput(str(error)) from None
-    for name, value in (("--max-states", args.max_states), ("--memory-mb", args.memory_mb)):
+    for name, value in (("--max-states", args.max_states), ("--memory-mb", args.memory_mb),
+                        ("--workers", args.workers)):
         if value is not None and value <= 0:
             raise BadInput(f"{name} must be positive")
     if args.graph:
@@ -127,14 +131,22 @@ def run(args: argparse.Namespace) -> int:
     limits = dict(max_states=args.max_states, memory_mb=args.memory_mb, max_seconds=args.max_seconds)
     after = PNG_MAX_STATES if args.graph else 0  # a picture shows the counterexample's surroundings
     keep = dict(keep_states=bool(args.graph), keep_states_until=None if args.force_graph else GRAPH_MAX_STATES)
+    if args.workers > 1 and args.graph:
+        raise BadInput("--workers runs only searches without edges or states: not with --graph")
+    if args.workers > 1 and cfg.put_failures is None:
+        raise BadInput("--workers runs only searches whose graph is proven acyclic: not with --put-failures inf "
+                       "(it needs the edge store and the SCC search)")
+    limits["workers"] = args.workers
     with _progress_bar(not args.no_progress) as progress:
         result = check(cfg, symmetry=not args.no_symmetry, progress=progress, explore_after_violation=after,
                        collapse_ticks=not args.no_tick_collapse, por=args.por, **_retire_options(args), **keep, **limits)
+    _say_if_serial(args.workers, result)
     other: CheckResult | None = None
     if args.compare_symmetry:
         with _progress_bar(not args.no_progress) as progress:
             other = check(cfg, symmetry=args.no_symmetry, progress=progress,
                           collapse_ticks=not args.no_tick_collapse, por=args.por, **_retire_options(args), **limits)
+        _say_if_serial(args.workers, other)
     files: list[str] = []
     refused = bool(args.graph) and not result.graph.keep_states
     if args.graph and not refused:
@@ -166,6 +178,13 @@ def run(args: argparse.Namespace) -> int:
               f"the check is incomplete (raise the limit or shrink the bounds)", file=sys.stderr)
         return EXIT_BAD_INPUT
     return EXIT_OK
+
+
+def _say_if_serial(workers: int, result: CheckResult) -> None:
+    """--workers asked for, but an edge did not lower the progress rank: the search restarted serially."""
+    if workers > 1 and result.workers == 1:
+        print(f"rmqsim check: --workers {workers} not used: an edge did not lower the progress rank, so the graph "
+              f"may have cycles and the search ran again in one process with the edge store", file=sys.stderr)
 
 
 def _retire_options(args: argparse.Namespace) -> dict:

@@ -1,0 +1,466 @@
+"""``check(..., workers=N)``: the acyclic BFS with its expensive half in N forked worker processes.
+
+Why this shape: the search must find exactly what the serial one finds (same ids, parents, depths, statistics,
+counterexample), so it stays level-synchronous and the parent keeps the one visited set. Per BFS level the
+frontier is split into N contiguous slices; each worker expands its slice (successors, the rank check,
+partial-order reduction, canonical form, fingerprint, terminal checks, and the safety and pending bit of each
+successor it has not met earlier in the level) and sends back in parts of ``PART`` states, per successor only
+(fingerprint, action, safety verdict, pending bit): about 14 bytes, no state.
+The parent walks those results in frontier order doing what model/checker.py's loop does with a successor
+(fingerprint table, columns, first violation, limits), then tells each worker which of its successors were new.
+The new states stay in the worker that made them; before the next level the parent moves packed pieces
+(statestore.pack) between workers so that the slices are again equal, forwarding bytes it never unpacks.
+
+A design that partitions states by fingerprint (each worker owns ``fp mod N``) would spare the parent's walk,
+but hands out ids in an order that depends on N; this one keeps the serial numbering.
+
+Only for searches whose graph is proven acyclic (no edges kept) and that stop at the first violation; a rank
+that does not drop raises ``_RankDidNotDrop`` at the state the serial search would, and ``check`` then
+restarts serially with the edge store, as it does without workers.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+from array import array
+from collections import deque
+from itertools import compress
+from multiprocessing.connection import wait
+
+from . import por as _por
+from . import retire as _retire
+from .properties import check_safety, check_terminal, successor_safety
+from .spec import ModelConfig, collapsible_ticks, initial_state, is_pending, ranks_drop, successors
+from .statestore import FingerprintSet, fingerprint, pack, unpack
+from .symmetry import canonical, identity, renamings_can_meet
+
+PART = 1024  # expanded states per message from a worker
+_RANK = 1  # flags of an expanded state: its successors do not all lower spec.progress_rank
+_TERMINAL = 2  # no successor
+_UNJUDGED = 2  # a successor's safety verdict: not computed (see ``_expand``'s ``met``); 0 safe, 1 violated
+
+
+class _Job:
+    """What every worker needs, fixed for one search (inherited through fork, never pickled)."""
+
+    def __init__(self, cfg: ModelConfig, symmetry: bool, collapse: bool, reduce: bool, canon, invariants) -> None:
+        self.cfg, self.symmetry, self.collapse, self.reduce = cfg, symmetry, collapse, reduce
+        self.canon, self.invariants = canon, invariants
+
+
+def _expand(job: _Job, slice_: list, safe_successor, aid_of: dict, actions: list, produced: list, met: set) -> tuple:
+    """Expand the states of one slice, in order; the successors' canonical states go to ``produced``.
+
+    ``met``: the fingerprints this worker produced earlier in this level. The parent walks those earlier successors
+    first, so it finds such a state already known: its safety and pending bit are not computed (``_UNJUDGED``).
+    """
+    met_add = met.add
+    cfg, symmetry, collapse, reduce = job.cfg, job.symmetry, job.collapse, job.reduce
+    canon, invariants = job.canon, job.invariants
+    no_canon = canon is identity
+    incremental = invariants is check_safety
+    counts, full_counts, flags = array("I"), array("I"), array("B")
+    fps, aids, unsafe, pend = array("q"), array("I"), array("B"), array("B")
+    bad_of: dict[int, tuple[str, str]] = {}  # successor index -> the safety violation
+    terminal_bad: dict[int, tuple[str, str]] = {}  # state index -> the terminal or deadlock violation
+    first_new_action = len(actions)
+    keep = produced.append
+    for t, state in enumerate(slice_):
+        succ = successors(state, cfg, symmetry, collapse)
+        full = len(succ)
+        if not ranks_drop(state, succ):
+            counts.append(0)
+            full_counts.append(full)
+            flags.append(_RANK)
+            break  # the parent stops here (or earlier): nothing after it is needed
+        if reduce:
+            succ = _por.reduce(state, cfg, succ)
+        counts.append(len(succ))
+        full_counts.append(full)
+        if not succ:
+            flags.append(_TERMINAL)
+            bad = check_terminal(state, cfg)
+            if bad is not None:
+                terminal_bad[t] = bad
+            continue
+        flags.append(0)
+        state_msgs = state[4]
+        state_pending = is_pending(state)
+        # The parent expanded here was checked safe (the search stops at its first violation): safe_successor's premise.
+        for action, nxt in succ:
+            c = nxt if no_canon else canon(nxt)
+            known = aid_of.get(id(action))
+            if known is not None and known[0] is action:
+                aids.append(known[1])
+            else:
+                la = len(actions)
+                actions.append(action)
+                aid_of[id(action)] = (action, la)
+                aids.append(la)
+            fp = hash(c) or 1  # statestore.fingerprint, inlined
+            fps.append(fp)
+            if fp in met:  # met earlier in this level: the parent knows it by the time it reaches this one
+                pend.append(0)
+                unsafe.append(_UNJUDGED)
+                keep(None)
+                continue
+            met_add(fp)
+            pend.append(state_pending if c[4] is state_msgs else is_pending(c))
+            if incremental:
+                bad = None if safe_successor(state, c) else check_safety(c, cfg)
+            else:
+                bad = invariants(c, cfg)
+            if bad is None:
+                unsafe.append(0)
+            else:
+                unsafe.append(1)
+                bad_of[len(fps) - 1] = bad
+            keep(c)
+    return (counts, full_counts, flags, terminal_bad, fps, aids, unsafe, bad_of, pend, actions[first_new_action:])
+
+
+def _serve(conn, job: _Job) -> None:
+    """A worker's loop: ``expand`` a slice, ``commit`` which successors were new and hand pieces on, ``stop``.
+    A Python error is sent to the parent as ("error", traceback), which raises it."""
+    try:
+        _loop(conn, job)
+    except Exception:  # noqa: BLE001 - not swallowed: the parent raises it with this traceback
+        import traceback
+
+        conn.send(("error", traceback.format_exc()))
+
+
+def _loop(conn, job: _Job) -> None:
+    safe_successor = successor_safety(job.cfg)
+    aid_of: dict = {}
+    actions: list = []
+    produced: list = []  # the last expansion's successors, until the parent says which were new
+    kept: list = []  # this worker's part of the next level (new states in id order)
+    while True:
+        message = conn.recv()
+        kind = message[0]
+        if kind == "expand":
+            _, before, after = message
+            slice_ = [s for blob in before for s in unpack(blob)] + kept + [s for blob in after for s in unpack(blob)]
+            kept = []
+            produced = []
+            met: set = set()
+            # In parts, so that the parent walks the first ones while this worker computes the rest.
+            for lo in range(0, max(len(slice_), 1), PART):
+                part = _expand(job, slice_[lo:lo + PART], safe_successor, aid_of, actions, produced, met)
+                last = lo + PART >= len(slice_) or (len(part[2]) and part[2][-1] & _RANK)
+                conn.send((bool(last), part))
+                if last:
+                    break
+        elif kind == "commit":
+            _, mask, own, pieces = message  # own: (lo, hi) kept here; pieces: [(worker, lo, hi)] handed on
+            new = list(compress(produced, mask))
+            produced = []
+            kept = new[own[0]:own[1]]
+            conn.send([(k, pack(new[lo:hi])) for k, lo, hi in pieces])
+        else:  # stop: report what this process cost
+            import resource
+
+            conn.send((time.process_time(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))  # wall-clock ok
+            return
+
+
+def _received(conn):
+    """The worker's reply, or its error raised here."""
+    reply = conn.recv()
+    if type(reply) is tuple and reply and type(reply[0]) is str and reply[0] == "error":
+        raise RuntimeError(f"a --workers process failed:\n{reply[1]}")
+    return reply
+
+
+class _Inbox:
+    """The workers' parts of one level, read as they come (multiprocessing.connection.wait), handed out in
+    worker order: while the parent walks worker 0's parts, worker 1's are read into memory, so no worker waits
+    on a full pipe."""
+
+    def __init__(self, conns: list) -> None:
+        self.conns = conns
+        self.queues: list[deque] = [deque() for _ in conns]
+        self.done = [False] * len(conns)
+
+    def start(self) -> None:
+        self.done = [False] * len(self.conns)
+
+    def parts(self, k: int):
+        queue = self.queues[k]
+        while True:
+            while not queue:
+                self._pump()
+            last, part = queue.popleft()
+            yield part
+            if last:
+                return
+
+    def drain(self) -> None:
+        """Read what the workers still send of this level (the search stopped in the middle of it)."""
+        while not all(self.done):
+            self._pump()
+        for queue in self.queues:
+            queue.clear()
+
+    def _pump(self) -> None:
+        open_ = [c for c, done in zip(self.conns, self.done, strict=True) if not done]
+        for conn in wait(open_):
+            k = self.conns.index(conn)
+            message = _received(conn)
+            self.queues[k].append(message)
+            if message[0]:
+                self.done[k] = True
+
+
+def _rss_mb_of(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/statm", encoding="ascii") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def _split(total: int, n: int) -> list[int]:
+    """Boundaries of n contiguous slices of ``total`` items, as equal as can be."""
+    return [total * k // n for k in range(n + 1)]
+
+
+def explore(cfg: ModelConfig, *, workers: int, symmetry: bool, fairness: bool, max_states: int | None,
+            memory_mb: float | None, max_seconds: float | None, progress, invariants, collapse_ticks: bool,
+            por: bool, retire: bool, compact: bool):
+    """model/checker.py's ``_explore`` with ``store_edges=False`` and ``explore_after_violation=0``, on workers."""
+    from .checker import (
+        STOP_MEMORY,
+        STOP_STATES,
+        STOP_TIME,
+        STOP_VIOLATION,
+        CheckResult,
+        StateGraph,
+        Violation,
+        _check_liveness,
+        _explain_concretely,
+        _RankDidNotDrop,
+        _replay,
+        _then,
+        rss_mb,
+    )
+
+    canon = renaming = canonical if symmetry and renamings_can_meet(cfg.send_levels) else identity
+    g = StateGraph(False)
+    g.acyclic = True
+    g.collapse_ticks = collapse = collapse_ticks and collapsible_ticks(cfg)
+    g.por = reduce = por and _por.applicable(cfg)
+    representative = _retire.reducer(cfg, retire, compact)
+    if representative is not None:
+        g.retire, g.compact = True, compact
+        canon = _then(representative, canon)
+    result = CheckResult(cfg, symmetry, fairness, g, canon=canon, renaming=renaming)
+    result.workers = workers
+    start = time.perf_counter()  # wall-clock ok: statistics and the time limit only
+    cpu_start = time.process_time()  # wall-clock ok: statistics only
+    seen = FingerprintSet()
+    parent, parent_action, depth, pending, terminal = g.parent, g.parent_action, g.depth, g.pending, g.terminal
+    action_fair_id = g.action_fair_id
+
+    def fail(prop: str, kind: str, why: str, sid: int) -> None:
+        result.violation = Violation(prop, kind, why, sid, g.path_to(sid))
+        result.stop = STOP_VIOLATION
+
+    s0 = canon(initial_state(cfg))
+    seen.get_or_add(fingerprint(s0), 0)
+    parent.append(-1)
+    parent_action.append(0xFFFF)
+    depth.append(0)
+    pending.append(1 if is_pending(s0) else 0)
+    terminal.append(0)
+    bad = invariants(s0, cfg)
+    if bad is not None:
+        fail(bad[0], "safety", bad[1], 0)
+
+    job = _Job(cfg, symmetry, collapse, reduce, canon, invariants)
+    context = multiprocessing.get_context("fork")
+    conns, procs = [], []
+    worker_cpu = 0.0
+    worker_peak_mb = 0.0
+    try:
+        for _ in range(workers):
+            mine, theirs = context.Pipe()
+            proc = context.Process(target=_serve, args=(theirs, job), daemon=True)
+            proc.start()
+            theirs.close()
+            conns.append(mine)
+            procs.append(proc)
+        amaps: list[list[int]] = [[] for _ in range(workers)]  # per worker: its action index -> the graph's id
+        wactions: list[list] = [[] for _ in range(workers)]
+        incoming: list[tuple[list, list]] = [([pack([s0])] if k == 0 else [], []) for k in range(workers)]
+        fps_, slots, capacity = seen.fps, seen.slots, seen.capacity
+        depth_append = depth.append
+        i = 0
+        level = 0
+        generated = edge_count = pruned = 0
+        check_every = 2048
+        next_check = check_every
+        stop = result.violation is not None
+        inbox = _Inbox(conns)
+        while not stop:
+            for k, conn in enumerate(conns):
+                conn.send(("expand", incoming[k][0], incoming[k][1]))
+            inbox.start()
+            next_depth = level + 1
+            masks: list[list[bytearray]] = [[] for _ in range(workers)]
+            made = []  # new states per worker, in id order
+            for k in range(workers):  # in worker order: slice k holds smaller ids than slice k+1
+                amap, wact = amaps[k], wactions[k]
+                before = len(parent)
+                for part in inbox.parts(k):
+                    counts, full_counts, flags, terminal_bad, fps, aids, unsafe, bad_of, pend, new_actions = part
+                    wact.extend(new_actions)
+                    amap.extend([-1] * len(new_actions))
+                    mask = bytearray(len(fps))
+                    masks[k].append(mask)
+                    u = 0
+                    for t in range(len(counts)):
+                        if flags[t] & _RANK:
+                            raise _RankDidNotDrop
+                        n = counts[t]
+                        generated += full_counts[t]
+                        pruned += full_counts[t] - n
+                        if not n:
+                            terminal[i] = 1
+                            bad = terminal_bad.get(t)
+                            if bad is not None:
+                                fail(bad[0], "deadlock" if bad[0] == "deadlock" else "terminal", bad[1], i)
+                                stop = True
+                                break
+                        keys: set = set()
+                        base = u
+                        for u in range(base, base + n):
+                            la = aids[u]
+                            aid = amap[la]
+                            if aid < 0:
+                                aid = amap[la] = g.action_id(wact[la])
+                            fp = fps[u]
+                            slot = fp % capacity  # FingerprintSet.get_or_add's probe, inlined (as the serial loop)
+                            while True:
+                                v = slots[slot]
+                                if v == 0:
+                                    j = -1
+                                    break
+                                if fps_[v - 1] == fp:
+                                    j = v - 1
+                                    break
+                                slot += 1
+                                if slot == capacity:
+                                    slot = 0
+                            if j < 0:
+                                j = len(parent)
+                                if seen.insert(slot, fp, j):
+                                    slots, capacity = seen.slots, seen.capacity
+                                parent.append(i)
+                                parent_action.append(aid)
+                                depth_append(next_depth)
+                                pending.append(pend[u])
+                                terminal.append(0)
+                                mask[u] = 1
+                                if unsafe[u]:
+                                    if unsafe[u] == _UNJUDGED:
+                                        raise AssertionError(f"state {j} was not judged by its worker")
+                                    b = bad_of[u]
+                                    fail(b[0], "safety", b[1], j)
+                                    edge_count += 1
+                                    stop = True
+                                    break
+                            key = j << 16 | action_fair_id[aid]
+                            if key in keys:
+                                continue
+                            keys.add(key)
+                            edge_count += 1
+                        else:
+                            u = base + n
+                            i += 1
+                            if len(parent) >= next_check:
+                                next_check = len(parent) + check_every
+                                if progress is not None:
+                                    progress(len(parent), level, len(parent) - i)
+                                mem = rss_mb()
+                                result.peak_rss_mb = max(result.peak_rss_mb, mem)
+                                result.store_mb = max(result.store_mb, (seen.nbytes + g.nbytes()) / 2**20)
+                                limit = None
+                                if max_states is not None and len(parent) >= max_states:
+                                    limit = STOP_STATES
+                                elif memory_mb is not None and mem + sum(_rss_mb_of(p.pid) for p in procs) >= memory_mb:
+                                    limit = STOP_MEMORY
+                                elif max_seconds is not None and time.perf_counter() - start >= max_seconds:  # wall-clock ok
+                                    limit = STOP_TIME
+                                if limit is not None:
+                                    result.stop = limit
+                                    stop = True
+                                    break
+                            continue
+                        stop = True  # a violation inside the successors
+                        break
+                    if stop:
+                        break
+                if stop:
+                    break
+                made.append(len(parent) - before)
+            if stop:
+                inbox.drain()
+                break
+            if not sum(made):
+                break  # the next level is empty: the search is complete
+            # Hand the new states on so that every worker expands an equal contiguous slice of the next level.
+            total = sum(made)
+            bounds = _split(total, workers)
+            offsets = [sum(made[:k]) for k in range(workers + 1)]
+            for k, conn in enumerate(conns):
+                lo_k, hi_k = offsets[k], offsets[k + 1]
+                own = (max(bounds[k], lo_k) - lo_k, max(min(bounds[k + 1], hi_k) - lo_k, 0))
+                pieces = []
+                for w in range(workers):
+                    if w == k:
+                        continue
+                    lo, hi = max(bounds[w], lo_k), min(bounds[w + 1], hi_k)
+                    if lo < hi:
+                        pieces.append((w, lo - lo_k, hi - lo_k))
+                conn.send(("commit", b"".join(masks[k]), own, pieces))
+            incoming = [([], []) for _ in range(workers)]
+            for k, conn in enumerate(conns):
+                for w, blob in _received(conn):
+                    incoming[w][0 if k < w else 1].append(blob)
+            level += 1
+        g.generated = generated
+        g.edge_count = edge_count
+        g.por_pruned = pruned
+        for conn in conns:
+            conn.send(("stop",))
+        for conn in conns:
+            cpu, peak = _received(conn)
+            worker_cpu += cpu
+            worker_peak_mb = max(worker_peak_mb, peak)
+        for proc in procs:
+            proc.join()
+    finally:
+        for proc in procs:
+            if proc.is_alive():
+                proc.kill()  # only the processes this search started
+                proc.join()
+        for conn in conns:
+            conn.close()
+    seen.release()
+    if result.violation is None and result.complete:
+        t0 = time.perf_counter()  # wall-clock ok: statistics only
+        _check_liveness(result)
+        result.liveness_seconds = time.perf_counter() - t0  # wall-clock ok
+    if result.violation is not None:
+        _replay(result.violation, g, cfg, canon, symmetry)
+        _explain_concretely(result.violation, cfg, invariants)
+    result.seconds = time.perf_counter() - start  # wall-clock ok
+    result.cpu_seconds = time.process_time() - cpu_start + worker_cpu  # wall-clock ok
+    result.peak_rss_mb = max(result.peak_rss_mb, rss_mb())
+    result.worker_peak_rss_mb = worker_peak_mb
+    result.worker_cpu_seconds = worker_cpu
+    return result
