@@ -578,16 +578,23 @@ def _explore(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_states: in
     g.generated = generated
     g.edge_count = edge_count
     g.por_pruned = pruned
+    return _finish(result, seen, canon, symmetry, invariants, start, cpu_start)
+
+
+def _finish(result: CheckResult, seen: FingerprintSet, canon, symmetry: bool, invariants, start: float,
+            cpu_start: float, worker_cpu: float = 0.0) -> CheckResult:
+    """The end of a search, serial or with workers (model/parallel.py): liveness on a complete graph, the
+    counterexample replayed on concrete states, and the time and memory it all took."""
     seen.release()  # the liveness search needs only the graph columns
     if result.violation is None and result.complete:
         t0 = time.perf_counter()  # wall-clock ok: statistics only
         _check_liveness(result)
         result.liveness_seconds = time.perf_counter() - t0  # wall-clock ok
     if result.violation is not None:
-        _replay(result.violation, g, cfg, canon, symmetry)
-        _explain_concretely(result.violation, cfg, invariants)
+        _replay(result.violation, result.graph, result.config, canon, symmetry)
+        _explain_concretely(result.violation, result.config, invariants)
     result.seconds = time.perf_counter() - start  # wall-clock ok
-    result.cpu_seconds = time.process_time() - cpu_start  # wall-clock ok
+    result.cpu_seconds = time.process_time() - cpu_start + worker_cpu  # wall-clock ok
     result.peak_rss_mb = max(result.peak_rss_mb, rss_mb())
     return result
 

@@ -240,10 +240,8 @@ def explore(cfg: ModelConfig, *, workers: int, symmetry: bool, fairness: bool, m
         CheckResult,
         StateGraph,
         Violation,
-        _check_liveness,
-        _explain_concretely,
+        _finish,
         _RankDidNotDrop,
-        _replay,
         _then,
         rss_mb,
     )
@@ -450,17 +448,7 @@ def explore(cfg: ModelConfig, *, workers: int, symmetry: bool, fairness: bool, m
                 proc.join()
         for conn in conns:
             conn.close()
-    seen.release()
-    if result.violation is None and result.complete:
-        t0 = time.perf_counter()  # wall-clock ok: statistics only
-        _check_liveness(result)
-        result.liveness_seconds = time.perf_counter() - t0  # wall-clock ok
-    if result.violation is not None:
-        _replay(result.violation, g, cfg, canon, symmetry)
-        _explain_concretely(result.violation, cfg, invariants)
-    result.seconds = time.perf_counter() - start  # wall-clock ok
-    result.cpu_seconds = time.process_time() - cpu_start + worker_cpu  # wall-clock ok
-    result.peak_rss_mb = max(result.peak_rss_mb, rss_mb())
+    _finish(result, seen, canon, symmetry, invariants, start, cpu_start, worker_cpu)
     result.worker_peak_rss_mb = worker_peak_mb
     result.worker_cpu_seconds = worker_cpu
     return result
