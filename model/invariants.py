@@ -222,14 +222,17 @@ class _Index:
         file every restart reloads it. A copy stored into the queue below that max offset since then, and not
         delivered before the next restart, is skipped by the level (explore seed 1200000050: 100 -> 50, copies
         stored at 50-60, then after a second power failure 100 -> 61)."""
+        if not self.delay_offsets_lowered:
+            return False
+        delivers = [d for d in self.by_msg.get(msg_id, ()) if d["kind"] == "deliver"]
         for e in self._stores(msg_id, after_seq):
             if e["topic"] != SCHEDULE_TOPIC:
                 continue
             level, unit = e["queue_id"] + 1, e["queue_offset"]
             for lowered_level, to, seq in self.delay_offsets_lowered:
                 if lowered_level == level and seq > e["seq"] and to > unit and not any(
-                        d["seq"] < seq for d in self.by_kind["deliver"] if d["seq"] > e["seq"]
-                        and d["msg_id"] == msg_id and d["level"] == level and d.get("schedule_queue_offset") == unit):
+                        e["seq"] < d["seq"] < seq and d["level"] == level and d.get("schedule_queue_offset") == unit
+                        for d in delivers):
                     return True
         return False
 
