@@ -62,7 +62,7 @@ class ClientSkips:
         service = consumer.offset_persist_service
         entry = _Entry(owner, consumer, service, rank)
         self.entries[owner] = entry
-        consumer.rebalance_service.skip_idle_rounds(lambda: self._rebalance_idle_until(entry))
+        consumer.rebalance_service.skip_idle_rounds(lambda: self.rebalance_idle_until(entry))
         service.idle_skip = True
         service.idle_until = lambda: self._idle_until(entry)
         service.on_skipped = lambda rounds: self._owe(entry, rounds)
@@ -127,7 +127,7 @@ class ClientSkips:
             broker.consumer_offset_manager.account_skipped_commits(rounds * entry.commits_per_round)
 
     # --- rebalances ------------------------------------------------------------------------------------------
-    def _rebalance_idle_until(self, entry: _Entry) -> int | None:
+    def rebalance_idle_until(self, entry: _Entry) -> int | None:
         """A rebalance round changes nothing while the broker is up and gives every subscribed topic the route the
         client knows and an allocation equal to the queues it holds, and until a held queue's last pull is older
         than pullMaxIdleTime (120 s of the wall clock: a clock step re-asks). None: the next round may act."""

@@ -56,7 +56,7 @@ class LongPollSkips:
         latency_ms = world.scenario.network.latency_ms
         again_ms = mono_ms + 2 * latency_ms
         scheduler = world.scheduler
-        if scheduler._touched or again_ms >= world.end_mono_ms - 1:
+        if scheduler.has_touched() or again_ms >= world.end_mono_ms - 1:
             return None
         next_ms = scheduler.next_armed_ms()
         if next_ms is not None and next_ms <= again_ms and not self._only_blind_steps_until(again_ms):
@@ -103,19 +103,16 @@ class LongPollSkips:
         it reads) or its expired-message cleaning with nothing cached."""
         world = self.world
         skips = world.client_skips
-        for at, _, _, slot, token in world.scheduler._heap:
-            if at > until_ms or not slot.alive or token != slot.token:
-                continue
-            service = slot.service
+        for owner, service in world.scheduler.armed_until(until_ms):
             if isinstance(service, RebalanceService):
-                entry = skips.entries.get(slot.owner)
-                if entry is None or service._woken or entry.consumer.rebalance_service is not service:
+                entry = skips.entries.get(owner)
+                if entry is None or service.woken or entry.consumer.rebalance_service is not service:
                     return False
-                bound = skips._rebalance_idle_until(entry)
+                bound = skips.rebalance_idle_until(entry)
                 if bound is None or (bound != IDLE_FOREVER and bound <= until_ms):
                     return False
             elif getattr(service, "name", None) == CLEAN_EXPIRE_MSG:
-                entry = skips.entries.get(slot.owner)
+                entry = skips.entries.get(owner)
                 if entry is None or any(pq.msg_count for pq in entry.consumer.process_queue_table.values()):
                     return False
             else:
@@ -161,7 +158,7 @@ class LongPollSkips:
     def _answer_is_idle(processor: PullMessageProcessor, request) -> bool:
         """PULL_NOT_FOUND from the request's own offset (then the repeat finds the same: nothing steps between)."""
         try:
-            code, result = processor._pull(request)
+            code, result = processor.pull(request)
         except MQBrokerException:  # an error answer: the check answers it for real
             return False
         return (code == ResponseCode.PULL_NOT_FOUND and result.pull_status == PullStatus.NO_NEW_MSG
@@ -174,5 +171,5 @@ class LongPollSkips:
         for entry in skips.entries.values():
             if entry.skipping and entry.commits_per_round:
                 service = entry.service
-                owed += entry.commits_per_round * rounds_before(service._next_ms, service.interval_ms, until_ms + 1)
+                owed += entry.commits_per_round * rounds_before(service.next_round_ms, service.interval_ms, until_ms + 1)
         return owed

@@ -153,6 +153,16 @@ class Scheduler:
         touched.clear()
         self._touched_set.clear()
 
+    def has_touched(self) -> bool:
+        """Whether some owner was touched and not yet re-armed (its next wake-up is not known yet)."""
+        return bool(self._touched)
+
+    def armed_until(self, until_ms: int):
+        """(owner, service) of every live wake-up armed at or before ``until_ms``, in no particular order."""
+        for at, _, _, slot, token in self._heap:
+            if at <= until_ms and slot.alive and token == slot.token:
+                yield slot.owner, slot.service
+
     def next_armed_ms(self) -> int | None:
         """When the next armed service steps (None: none is armed); stale entries on top are dropped, as a wake
         would drop them. Owners touched but not yet re-armed are not seen: ask before anything is touched."""

@@ -63,6 +63,11 @@ class PeriodicService:
         self.idle_until: Callable[[], int | None] | None = None
         self.on_skipped: Callable[[int], None] | None = None
 
+    @property
+    def next_round_ms(self) -> int:
+        """The grid's next round (skipped or not): where a driver counts the rounds a skip still owes from."""
+        return self._next_ms
+
     def catch_up(self, mono_ms: int, turn_passed: bool) -> None:
         """Rounds before ``mono_ms`` (and at it, once its turn passed) were skipped as no-ops: move the grid."""
         if not self.idle_skip:

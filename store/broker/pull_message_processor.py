@@ -83,7 +83,7 @@ class PullMessageProcessor:
     def process(self, request: PullMessageRequest, callback: PullCallback, allow_suspend: bool = True) -> None:
         """Answer now through ``callback``, or hold the request until a message arrives (long polling)."""
         try:
-            code, result = self._pull(request)
+            code, result = self.pull(request)
         except MQBrokerException as error:
             callback(error)
             return
@@ -96,7 +96,8 @@ class PullMessageProcessor:
             self.offsets.commit_offset(self.client_host, request.consumer_group, request.topic,
                                        request.queue_id, request.commit_offset)
 
-    def _pull(self, request: PullMessageRequest) -> tuple[int, PullResult]:
+    def pull(self, request: PullMessageRequest) -> tuple[int, PullResult]:
+        """The answer to ``request`` as of now, without holding it or committing its offset (a read only)."""
         sgc = self.groups.find_subscription_group_config(request.consumer_group)
         if sgc is None:
             raise MQBrokerException(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,

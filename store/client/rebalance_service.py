@@ -24,6 +24,11 @@ class RebalanceService:
         self.idle_until: Callable[[], int | None] | None = None
         self._woken = False
 
+    @property
+    def woken(self) -> bool:
+        """Whether a wakeup asked for a round that has not run yet (a skipping driver must not skip it)."""
+        return self._woken
+
     def skip_idle_rounds(self, idle_until: Callable[[], int | None]) -> None:
         """Turn skipping on; a driver asks ``catch_up(now, turn_passed)`` before ``next_wakeup_ms`` (only then:
         the question may cost a driver a tie draw)."""

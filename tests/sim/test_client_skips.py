@@ -160,8 +160,8 @@ def test_a_stalled_queue_is_rebuilt_when_polling_would_rebuild_it(monkeypatch):
 
 
 def test_without_the_stall_bound_a_stalled_queue_is_rebuilt_late(monkeypatch):
-    idle_until = ClientSkips._rebalance_idle_until
-    monkeypatch.setattr(ClientSkips, "_rebalance_idle_until",
+    idle_until = ClientSkips.rebalance_idle_until
+    monkeypatch.setattr(ClientSkips, "rebalance_idle_until",
                         lambda self, entry: None if idle_until(self, entry) is None else IDLE_FOREVER)
     dropped_skipping = _lose_one_pull_request(monkeypatch)
     run_scenario(_scenario())
