@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from .timer_message_store import TimerMessageStore
 
 
+_WINDOW = UNIT_SIZE * 20_000  # bytes of timer log read at once by recovery (whole units)
+
+
 def _size_py(data: bytes, position: int) -> int:
     """The unit's message size (a real unit's is > 0; zeros past a torn sector make it 0)."""
     at = position + SIZE_PY_OFFSET
@@ -90,32 +93,9 @@ def recover_and_revise(ts: TimerMessageStore, begin_offset: int, check_timer_log
         index -= 1
     index = max(index, 0)
     check_offset = files[index].file_from_offset
-    wheel = ts.timer_wheel
     while index < len(files):
         mf = files[index]
-        data = mf.handle.read(0, mf.file_size if check_timer_log else mf.wrote_position)
-        position = 0
-        stop = False
-        while position < len(data):
-            if position + HEAD_STRUCT.size > len(data):  # a short read is Java's BufferUnderflowException
-                stop = True
-                break
-            size, _prev, magic = HEAD_STRUCT.unpack_from(data, position)
-            if magic == BLANK_MAGIC_CODE:
-                break
-            if check_timer_log and (not is_magic_ok(magic) or size != UNIT_SIZE):
-                stop = True
-                break
-            if position + HEAD_STRUCT.size + TIME_STRUCT.size > len(data):
-                stop = True
-                break
-            write_time, delay = TIME_STRUCT.unpack_from(data, position + HEAD_STRUCT.size)
-            if size == UNIT_SIZE and is_magic_ok(magic):
-                wheel.revise_slot(write_time + delay, IGNORE, mf.file_from_offset + position, True)
-                if ts.torn_unit_listeners and _size_py(data, position) <= 0:
-                    for listener in ts.torn_unit_listeners:
-                        listener(ts.format_time_ms(write_time + delay), mf.file_from_offset + position)
-            position += UNIT_SIZE
+        position, stop = _relink_file(ts, mf, mf.file_size if check_timer_log else mf.wrote_position, check_timer_log)
         check_offset = mf.file_from_offset + position
         if stop:
             break
@@ -123,6 +103,38 @@ def recover_and_revise(ts: TimerMessageStore, begin_offset: int, check_timer_log
     if check_timer_log:
         ts.timer_log.mfq.truncate_dirty_files(check_offset)
     return check_offset
+
+def _relink_file(ts: TimerMessageStore, mf, limit: int, check_timer_log: bool) -> tuple[int, bool]:
+    """``recover_and_revise`` over one file's first ``limit`` bytes: (where it ended, whether the log ends there).
+
+    Read a window at a time (a window is whole units, so no unit is split; the end of the file comes only in the
+    last one): a 100 MiB timer-log file of zeros behind a few units is not copied whole to find its first one."""
+    wheel = ts.timer_wheel
+    base = 0
+    while True:
+        data = mf.handle.read(base, min(_WINDOW, limit - base)) if base < limit else b""
+        position = 0
+        while position < len(data):
+            if position + HEAD_STRUCT.size > len(data):  # a short read is Java's BufferUnderflowException
+                return base + position, True
+            size, _prev, magic = HEAD_STRUCT.unpack_from(data, position)
+            if magic == BLANK_MAGIC_CODE:
+                return base + position, False
+            if check_timer_log and (not is_magic_ok(magic) or size != UNIT_SIZE):
+                return base + position, True
+            if position + HEAD_STRUCT.size + TIME_STRUCT.size > len(data):
+                return base + position, True
+            write_time, delay = TIME_STRUCT.unpack_from(data, position + HEAD_STRUCT.size)
+            if size == UNIT_SIZE and is_magic_ok(magic):
+                wheel.revise_slot(write_time + delay, IGNORE, mf.file_from_offset + base + position, True)
+                if ts.torn_unit_listeners and _size_py(data, position) <= 0:
+                    for listener in ts.torn_unit_listeners:
+                        listener(ts.format_time_ms(write_time + delay), mf.file_from_offset + base + position)
+            position += UNIT_SIZE
+        if len(data) < _WINDOW:  # the file's (or the limit's) end
+            return base + position, False
+        base += _WINDOW
+
 
 def revise_queue_offset(ts: TimerMessageStore, process_offset: int) -> int:
     """The timer topic's queue offset of the message behind the last timer-log unit (-1: unknown)."""

@@ -26,7 +26,11 @@ IGNORE = -2
 SLOT_STRUCT = struct.Struct(">qqqii")
 _TIME_FIRST_LAST = struct.Struct(">qqq")
 _Q = struct.Struct(">q")
-_SCAN_CHUNK = 4096  # bytes compared with zero at once while looking for used slots at load
+# A wheel is mostly zero: scans compare whole blocks with zero first, then the 4 KiB chunks of a non-zero block.
+_SCAN_CHUNK = 4096
+_SCAN_BLOCK = 256 * _SCAN_CHUNK
+_ZERO_BLOCK = bytes(_SCAN_BLOCK)
+_ZERO_CHUNK = bytes(_SCAN_CHUNK)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,15 +59,22 @@ class StoredSlot:
     magic: int
 
 
-def iter_used_slots(buf) -> Iterator[StoredSlot]:
-    """Every slot with a non-zero byte, by index: pure (``inspect`` reads with it). Whole zero chunks are
-    skipped at once (a wheel is mostly empty); a partial slot at the end is ignored."""
-    end = len(buf) - len(buf) % SLOT_SIZE
-    zero_chunk = bytes(_SCAN_CHUNK)
-    for chunk in range(0, end, _SCAN_CHUNK):
-        chunk_end = min(chunk + _SCAN_CHUNK, end)
-        if buf[chunk:chunk_end] == zero_chunk[: chunk_end - chunk]:
+def _nonzero_chunks(data, end: int) -> Iterator[tuple[int, int]]:
+    """(start, end) of every ``_SCAN_CHUNK`` piece of ``data[:end]`` holding a non-zero byte, in order."""
+    for block in range(0, end, _SCAN_BLOCK):
+        block_end = min(block + _SCAN_BLOCK, end)
+        if data[block:block_end] == (_ZERO_BLOCK if block_end - block == _SCAN_BLOCK else bytes(block_end - block)):
             continue
+        for chunk in range(block, block_end, _SCAN_CHUNK):
+            chunk_end = min(chunk + _SCAN_CHUNK, block_end)
+            if data[chunk:chunk_end] != (_ZERO_CHUNK if chunk_end - chunk == _SCAN_CHUNK else bytes(chunk_end - chunk)):
+                yield chunk, chunk_end
+
+
+def iter_used_slots(buf) -> Iterator[StoredSlot]:
+    """Every slot with a non-zero byte, by index: pure (``inspect`` reads with it). A partial slot at the end
+    is ignored."""
+    for chunk, chunk_end in _nonzero_chunks(buf, len(buf) - len(buf) % SLOT_SIZE):
         for pos in range(chunk, chunk_end, SLOT_SIZE):
             if any(buf[pos : pos + SLOT_SIZE]):
                 yield StoredSlot(pos // SLOT_SIZE, *SLOT_STRUCT.unpack_from(buf, pos))
@@ -94,7 +105,7 @@ class TimerWheel:
         # costs what its used slots touch, not a 38 MiB allocation and copy at every broker start.
         self.buf = mmap.mmap(-1, self.wheel_length)
         if existed:
-            self._load_nonzero(self.handle.read(0, self.wheel_length))
+            self._load_nonzero()
         self._dirty: set[int] = set()  # slot indices changed since the last flush
         # Acceleration only (not RocketMQ state): the slot times (precision units) ever written, as a heap, so
         # the dequeue can jump over a run of empty slots instead of testing them one by one.
@@ -227,14 +238,13 @@ class TimerWheel:
     def _used_indices(self) -> list[int]:
         return sorted(self._used)
 
-    def _load_nonzero(self, raw: bytes) -> None:
-        """Copy the file into the buffer, chunk by chunk, leaving the (still zero) pages of empty chunks alone."""
-        view, buf = memoryview(raw), self.buf
-        zero_chunk = bytes(_SCAN_CHUNK)
-        for chunk in range(0, len(raw), _SCAN_CHUNK):
-            piece = view[chunk : chunk + _SCAN_CHUNK]
-            if piece != zero_chunk[: len(piece)]:
-                buf[chunk : chunk + len(piece)] = piece
+    def _load_nonzero(self) -> None:
+        """Copy the file into the buffer a block at a time, leaving the (still zero) pages of empty chunks alone."""
+        buf, length = self.buf, self.wheel_length
+        for block in range(0, length, _SCAN_BLOCK):
+            raw = self.handle.read(block, min(_SCAN_BLOCK, length - block))
+            for chunk, chunk_end in _nonzero_chunks(raw, len(raw)):
+                buf[block + chunk : block + chunk_end] = raw[chunk:chunk_end]
 
     def _index_used_slots(self) -> None:
         """At load: note every slot with a non-zero byte (a zero slot can never match a real time)."""

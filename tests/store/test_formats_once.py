@@ -17,7 +17,8 @@ import store.inspect as inspect_
 from store import checkpoint as store_checkpoint
 from store import message as codec
 from store.consume_queue import CQ_STORE_UNIT_SIZE, CQ_UNIT, CqUnit, iter_units
-from store.timer import timer_checkpoint, timer_log
+from store.disk import MemoryDisk
+from store.timer import timer_checkpoint, timer_log, timer_wheel
 from store.timer.timer_wheel import SLOT_SIZE, StoredSlot, encode_slot, iter_used_slots
 
 from .broker_harness import BrokerHarness
@@ -155,6 +156,27 @@ def test_wheel_used_slots_round_trip(slots, partial):
         buf[index * SLOT_SIZE : (index + 1) * SLOT_SIZE] = encode_slot(units * 100, 100, first, last, num)
     found = list(iter_used_slots(bytes(buf) + b"\x01" * partial))  # a partial slot at the end is ignored
     assert found == [StoredSlot(i, *slots[i], 0) for i in sorted(slots)]
+
+
+_BIG_WHEEL_SLOTS = (2 * timer_wheel._SCAN_BLOCK + 3 * timer_wheel._SCAN_CHUNK) // SLOT_SIZE + 6  # past 2 blocks (even)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sets(st.one_of(st.integers(0, _BIG_WHEEL_SLOTS - 1),  # and slots next to a chunk's or block's edge
+                         st.builds(lambda edge, side: max(0, edge * timer_wheel._SCAN_CHUNK // SLOT_SIZE - side),
+                                   st.integers(1, _BIG_WHEEL_SLOTS * SLOT_SIZE // timer_wheel._SCAN_CHUNK),
+                                   st.integers(0, 1)).filter(lambda i: i < _BIG_WHEEL_SLOTS)), max_size=10))
+def test_a_wheel_of_several_scan_blocks_loads_and_scans_every_used_slot(used):
+    """The scans skip zero blocks and zero chunks at once: a used slot on either side of any edge is found, and a
+    wheel file loads into the same bytes."""
+    buf = bytearray(_BIG_WHEEL_SLOTS * SLOT_SIZE)
+    for index in used:
+        buf[index * SLOT_SIZE : (index + 1) * SLOT_SIZE] = encode_slot(1000 * (index + 1), 1000, index, index, 1)
+    assert [slot.index for slot in iter_used_slots(bytes(buf))] == sorted(used)
+    disk = MemoryDisk()
+    disk.open(timer_wheel.TIMER_WHEEL_FILE, create_size=len(buf)).write(0, bytes(buf))
+    wheel = timer_wheel.TimerWheel(disk, _BIG_WHEEL_SLOTS // 2, 1000)
+    assert bytes(wheel.buf) == bytes(buf) and sorted(wheel._used) == sorted(used)
 
 
 @given(st.lists(st.integers(-(1 << 63), (1 << 63) - 1), min_size=7, max_size=7), st.integers(0, 60))

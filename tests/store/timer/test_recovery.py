@@ -5,6 +5,9 @@ from __future__ import annotations
 import random
 from collections import Counter
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from store.clock import ManualClock
 from store.config import SYNC_FLUSH
 from store.timer.timer_checkpoint import TIMER_CHECKPOINT_FILE, TimerCheckpoint
@@ -141,3 +144,46 @@ def test_a_torn_last_unit_relinks_the_slot_its_head_names_and_hides_that_slots_u
 
     assert run(tear=False) == ([], ["a"])
     assert run(tear=True) == ([(T0 + 4000, 52)], [])  # "a" is lost behind the torn unit
+
+
+_PIECES = ("unit", "unit", "torn", "zeros", "blank", "bad_magic")
+
+
+def _relinked(pieces: list[str], tail: int, window_units: int | None, check_timer_log: bool, monkeypatch):
+    """recover_and_revise over a one-file timer log of ``pieces`` (+ ``tail`` stray bytes), read in windows of
+    ``window_units`` units (None: the whole file at once): the end found, the wheel, the torn units heard, the files."""
+    from store.timer import recovery
+    from store.timer.requests import MAGIC_DEFAULT
+    from store.timer.timer_log import BLANK_MAGIC_CODE, BLANK_STRUCT, UNIT_SIZE, encode_unit
+
+    size = UNIT_SIZE * (len(pieces) + 1) + 16
+    h = TimerHarness(store_config=TIMER_STORE.with_(mapped_file_size_timer_log=size))
+    ts = h.timer
+    body = bytearray()
+    for n, piece in enumerate(pieces):
+        unit = encode_unit(-1, MAGIC_DEFAULT, T0 + 1000 * n, T0 + 5000 + 1000 * n, 100 * n, 0 if piece == "torn" else 90, 7)
+        if piece == "zeros":
+            unit = bytes(UNIT_SIZE)
+        elif piece == "blank":
+            unit = BLANK_STRUCT.pack(UNIT_SIZE, 0, BLANK_MAGIC_CODE) + bytes(UNIT_SIZE - BLANK_STRUCT.size)
+        elif piece == "bad_magic":
+            unit = unit[:12] + b"\x00\x00\x01\x00" + unit[16:]
+        body += unit
+    body += bytes(range(1, tail + 1))
+    mf = ts.timer_log.mfq.get_last_mapped_file_for_append(0)
+    mf.append(bytes(body))
+    torn: list[tuple[int, int]] = []
+    ts.torn_unit_listeners.append(lambda slot_ms, pos: torn.append((slot_ms, pos)))
+    monkeypatch.setattr(recovery, "_WINDOW", UNIT_SIZE * window_units if window_units else 1 << 30)
+    end = recovery.recover_and_revise(ts, 0, check_timer_log)
+    files = [(f.file_from_offset, f.wrote_position) for f in ts.timer_log.mfq.mapped_files]
+    return end, bytes(ts.timer_wheel.buf), torn, files
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pieces=st.lists(st.sampled_from(_PIECES), max_size=9), tail=st.integers(0, 51),
+       window_units=st.integers(1, 4), check_timer_log=st.booleans())
+def test_recovery_reads_the_timer_log_a_window_at_a_time_as_if_whole(pieces, tail, window_units, check_timer_log,
+                                                                      monkeypatch):
+    whole = _relinked(pieces, tail, None, check_timer_log, monkeypatch)
+    assert _relinked(pieces, tail, window_units, check_timer_log, monkeypatch) == whole
