@@ -105,7 +105,7 @@ class TimerWheel:
         # costs what its used slots touch, not a 38 MiB allocation and copy at every broker start.
         self.buf = mmap.mmap(-1, self.wheel_length)
         if existed:
-            self._load_nonzero()
+            loaded = self._load_nonzero()
         self._dirty: set[int] = set()  # slot indices changed since the last flush
         # Acceleration only (not RocketMQ state): the slot times (precision units) ever written, as a heap, so
         # the dequeue can jump over a run of empty slots instead of testing them one by one.
@@ -113,7 +113,7 @@ class TimerWheel:
         self._queued: set[int] = set()
         self._used: set[int] = set()  # indices of slots with a non-zero byte
         if existed:
-            self._index_used_slots()
+            self._index_used_slots(loaded)
 
     # --- reading ---------------------------------------------------------------------------------------------
     def get_slot_index(self, time_ms: int) -> int:
@@ -238,16 +238,24 @@ class TimerWheel:
     def _used_indices(self) -> list[int]:
         return sorted(self._used)
 
-    def _load_nonzero(self) -> None:
-        """Copy the file into the buffer a block at a time, leaving the (still zero) pages of empty chunks alone."""
+    def _load_nonzero(self) -> list[tuple[int, int]]:
+        """Copy the file into the buffer a block at a time, leaving the (still zero) pages of empty chunks alone;
+        the non-zero chunks copied, in order."""
         buf, length = self.buf, self.wheel_length
+        loaded = []
         for block in range(0, length, _SCAN_BLOCK):
             raw = self.handle.read(block, min(_SCAN_BLOCK, length - block))
             for chunk, chunk_end in _nonzero_chunks(raw, len(raw)):
                 buf[block + chunk : block + chunk_end] = raw[chunk:chunk_end]
+                loaded.append((block + chunk, block + chunk_end))
+        return loaded
 
-    def _index_used_slots(self) -> None:
-        """At load: note every slot with a non-zero byte (a zero slot can never match a real time)."""
-        for slot in iter_used_slots(self.buf):
-            self._used.add(slot.index)
-            self._remember(slot.time_units)
+    def _index_used_slots(self, loaded: list[tuple[int, int]]) -> None:
+        """At load: note every slot with a non-zero byte (a zero slot can never match a real time), in index order;
+        only the chunks the load copied can hold one."""
+        buf = self.buf
+        for chunk, chunk_end in loaded:
+            for pos in range(chunk, chunk_end, SLOT_SIZE):
+                if any(buf[pos : pos + SLOT_SIZE]):
+                    self._used.add(pos // SLOT_SIZE)
+                    self._remember(SLOT_STRUCT.unpack_from(buf, pos)[0])
