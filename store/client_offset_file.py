@@ -9,6 +9,7 @@ unparseable, and a corrupt ``.bak`` is an error the consumer's ``start()`` fails
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 
 from .config_manager import BAK_SUFFIX, PERSIST_5_3_3, string2file
 from .disk import Disk
@@ -34,25 +35,38 @@ def _key_of(mq: object) -> OffsetKey:
     return mq.broker_name, mq.topic, mq.queue_id  # type: ignore[attr-defined]
 
 
+# A consumer's persist reads its file back and writes the merged table every 5 s, mostly the same text: encoding
+# and parsing are pure, so both are remembered (bounded; immutable results, which no caller can change).
+_MEMO = 256
+
+
 def encode_offsets(offsets: Mapping, pretty: bool = True) -> str:
     """The OffsetSerializeWrapper JSON; MessageQueue keys with properties brokerName, queueId, topic."""
-    table = {}
-    for mq, offset in offsets.items():
-        broker_name, topic, queue_id = _key_of(mq)
-        table[(("brokerName", broker_name), ("queueId", queue_id), ("topic", topic))] = offset
+    return _encoded(tuple((_key_of(mq), offset) for mq, offset in offsets.items()), pretty)
+
+
+@lru_cache(maxsize=_MEMO)
+def _encoded(entries: tuple[tuple[OffsetKey, int], ...], pretty: bool) -> str:
+    table = {(("brokerName", broker_name), ("queueId", queue_id), ("topic", topic)): offset
+             for (broker_name, topic, queue_id), offset in entries}
     return dumps({"offsetTable": table}, pretty=pretty)
 
 
 def decode_offsets(text: str) -> dict[OffsetKey, int]:
     """Parse an ``offsets.json``; raises ValueError (FastjsonError included) when it cannot."""
+    return dict(_decoded(text))
+
+
+@lru_cache(maxsize=_MEMO)
+def _decoded(text: str) -> tuple[tuple[OffsetKey, int], ...]:
     root = loads(text)
     if root is None:
-        return {}
+        return ()
     if not isinstance(root, dict):
         raise ValueError("offsets.json is not an object")
     table = root.get("offsetTable")
     if table is None:
-        return {}
+        return ()
     if not isinstance(table, dict):
         raise ValueError("offsetTable is not an object")
     result: dict[OffsetKey, int] = {}
@@ -67,7 +81,7 @@ def decode_offsets(text: str) -> dict[OffsetKey, int]:
         if isinstance(offset, bool) or not isinstance(offset, int):
             raise ValueError(f"offset of {fields!r} must be an integer, not {offset!r}")
         result[(broker_name, topic, queue_id)] = offset
-    return result
+    return tuple(result.items())
 
 
 def read_offsets_file(disk: Disk, path: str) -> dict[OffsetKey, int]:

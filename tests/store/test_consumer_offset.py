@@ -247,6 +247,20 @@ def test_no_files_is_an_empty_table():
     assert decode_offsets('{"other":1}') == {}
 
 
+def test_a_table_read_and_changed_by_its_caller_does_not_change_the_next_read_or_write():
+    """Parsing and encoding are remembered: the next read of the same text must not see a caller's change."""
+    disk = MemoryDisk()
+    write_offsets_file(disk, OFFSETS, {("b", "T", 0): 1})
+    first = read_offsets_file(disk, OFFSETS)
+    first[("b", "T", 0)] = 99
+    first[("b", "T", 1)] = 5
+    assert read_offsets_file(disk, OFFSETS) == {("b", "T", 0): 1}
+    offsets = {("b", "T", 0): 1}
+    text = encode_offsets(offsets)
+    offsets[("b", "T", 0)] = 2
+    assert encode_offsets(offsets) != text and decode_offsets(encode_offsets(offsets)) == {("b", "T", 0): 2}
+
+
 def test_a_good_main_file_wins_over_a_corrupt_bak():
     disk = MemoryDisk()
     write_offsets_file(disk, OFFSETS, {("b", "T", 0): 3})
