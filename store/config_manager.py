@@ -88,6 +88,7 @@ class ConfigManager(ABC):
         self.skip_identical_persist = False
         self._written: tuple[bytes | None, bytes] | None = None  # (.bak, main) as this manager's last write left them
         self._written_token: object | None = None  # content_token() of the main file's bytes
+        self._encoded: tuple[object, str | None] | None = None  # (content_token(), encode(True)) of the last persist
 
     @property
     def file_name(self) -> str:
@@ -174,7 +175,12 @@ class ConfigManager(ABC):
         The fault site ``persist.<file name>`` is asked before anything is written: CRASH raises
         BrokerCrash, FAIL plays an IOException (nothing written, the error swallowed)."""
         token = self.content_token()
-        text = self.encode(True)
+        if token is not None and self._encoded is not None and self._encoded[0] == token:
+            text = self._encoded[1]  # the token changes whenever encode's text would
+        else:
+            text = self.encode(True)
+            if token is not None:
+                self._encoded = (token, text)
         if text is None:
             return
         if check_crash(self.faults, SITE_PERSIST_PREFIX + self.file_name):

@@ -266,3 +266,30 @@ def test_a_good_main_file_wins_over_a_corrupt_bak():
     write_offsets_file(disk, OFFSETS, {("b", "T", 0): 3})
     disk.write_file(OFFSETS + ".bak", b"{garbage")
     assert read_offsets_file(disk, OFFSETS) == {("b", "T", 0): 3}
+
+
+_OFFSET_OPS = st.lists(st.one_of(
+    st.tuples(st.just("commit"), st.sampled_from(["G1", "G2"]), st.sampled_from(["T1", "T2"]), st.integers(0, 2),
+              st.integers(0, 3)),
+    st.tuples(st.just("remove"), st.sampled_from(["G1", "G2"])),
+    st.tuples(st.just("tick"), st.integers(1, 5000)),
+    st.tuples(st.just("persist"),)), max_size=25)
+
+
+@settings(max_examples=80, deadline=None)
+@given(ops=_OFFSET_OPS, shape=st.sampled_from(["4.x", "5.x"]))
+def test_a_persist_writes_what_encode_says_now(ops, shape):
+    """persist reuses the last text while content_token() is unchanged: the token must change whenever the text
+    would (a table entry, a group removed, the dataVersion, the shape)."""
+    disk, clock, mgr = make(json_shape=shape)
+    for op in ops:
+        if op[0] == "commit":
+            mgr.commit_offset("127.0.0.1", op[1], op[2], op[3], op[4])
+        elif op[0] == "remove":
+            mgr.remove_offset(op[1])
+        elif op[0] == "tick":
+            clock.advance(op[1])
+            mgr.data_version.next_version(clock)
+        else:
+            mgr.persist()
+            assert disk.read_file(PATH) == mgr.encode(True).encode()
