@@ -86,6 +86,7 @@ class RunContext:
     era: str = "5.3.3"  # the broker's and clients' RocketMQ version: the producer fallback's DLQ rule differs
     cq_units_per_file: int = 300_000  # a level's poll reads to the end of one consume-queue file
     timer_retry_until_success: bool = False  # timerEnableRetryUntilSuccess: without it 5.3.3 gives a put up (#8979)
+    schedule_async_deliver: bool = False  # enableScheduleAsyncDeliver: due level units are put asynchronously
 
     @classmethod
     def from_history(cls, events: list[dict], **facts) -> RunContext:
@@ -150,6 +151,7 @@ class _Index:
         # #8979: without timerEnableRetryUntilSuccess (the default) 5.3.2-5.3.3 drop a due timer message whose put
         # failed three times, with this ERROR line; check_events turns the excuse on only for such a broker
         self.timer_gives_up = False
+        self.async_table_runs_ahead = False  # 5.x asynchronous delivery: a poll may move the table past a failed head
         # 4.9.8's executeOnTimeup retries a unit whose messageTimeup throws (nextOffset names it); 5.x moves past
         # it. check_events turns this on for a 4.x broker.
         self.level_retries_a_broken_unit = False
@@ -236,6 +238,39 @@ class _Index:
                     return True
         return False
 
+    def skipped_behind_a_failed_async_put(self, msg_id: str, after_seq: int = -1) -> bool:
+        """5.x asynchronous delivery (explore seed 900000578): a level's put of a due unit failed, and while that head
+        waits for its resend (HandlePutResultTask) the level's next poll finds the unit behind it not due and writes
+        the offset table past the head (``updateOffset(currOffset)``, 5.3.3 executeOnTimeUp; 4.9.8 does not). A
+        broker stop before the resend succeeds leaves the table there: a graceful shutdown stops the message store
+        before the schedule service, so the pending resend fails and ``stop()`` persists the table; a crash keeps
+        the last persist. The restarted level starts past the head and never reads it again. Recognised by a failed
+        put to the message's topic after its level copy was stored, no delivery of that unit before the next broker
+        stop, and the level's first delivery after the stop being of a later unit."""
+        if not self.async_table_runs_ahead:
+            return False
+        events = self.by_msg.get(msg_id, ())
+        topics = {e["topic"] for e in events if e["kind"] == "send"}
+        for e in self._stores(msg_id, after_seq):
+            if e["topic"] != SCHEDULE_TOPIC:
+                continue
+            level, unit = e["queue_id"] + 1, e["queue_offset"]
+            delivered = [d["seq"] for d in events if d["kind"] == "deliver" and d["level"] == level
+                         and d.get("schedule_queue_offset") == unit and d["seq"] > e["seq"]]
+            since = e["seq"]
+            for stop in (c for c in self.broker_crashes if c["seq"] > e["seq"]):
+                if any(s < stop["seq"] for s in delivered):
+                    break  # delivered before this stop: whatever came later is not this skip
+                failed = any(f.get("site") == "commitlog.put" and f.get("action") == "fail"
+                             and (f.get("detail") in topics or str(f.get("detail", "")).startswith(RETRY_PREFIX))
+                             and since < f["seq"] < stop["seq"] for f in self.by_kind["fault"])
+                first = next((d for d in self.by_kind["deliver"] if d["seq"] > stop["seq"] and d["level"] == level),
+                             None)
+                if failed and first is not None and first.get("schedule_queue_offset", -1) > unit:
+                    return True
+                since = stop["seq"]
+        return False
+
     def skipped_by_a_stale_timer_queue_offset(self, msg_id: str, after_seq: int = -1) -> bool:
         """A store rollback removed the timer topic's consume queue but not config/timercheck: the restarted
         broker's timer enqueue starts at the checkpoint's lastTimerQueueOffset, unclamped because the queue is
@@ -285,6 +320,7 @@ class _Index:
                 or self.behind_a_stale_unit(msg_id, after_seq)
                 or self.skipped_by_a_stale_timer_queue_offset(msg_id, after_seq)
                 or self.skipped_by_a_lowered_delay_offset(msg_id, after_seq)
+                or self.skipped_behind_a_failed_async_put(msg_id, after_seq)
                 or (self.timer_gives_up and self.timer_gave_up.get(msg_id, -1) > after_seq)
                 or self.behind_a_restarted_timer_read_time(msg_id, after_seq)
                 or self.behind_a_broken_level_unit(msg_id, after_seq)
@@ -1455,6 +1491,7 @@ def check_events(events: list[dict], ctx: RunContext, only: list[str] | None = N
     """Every invariant (or those in ``only``), each verdict with ``vacuous`` (and ``vacuous_reason``) set."""
     ix = _Index(events)
     ix.timer_gives_up = not ctx.timer_retry_until_success
+    ix.async_table_runs_ahead = ctx.schedule_async_deliver and not ctx.era.startswith("4.")
     ix.level_retries_a_broken_unit = ctx.era.startswith("4.")
     out = {}
     for name, fn in CHECKS.items():

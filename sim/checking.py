@@ -22,6 +22,7 @@ def context_of(world, events: list[dict] | None = None) -> RunContext:
         era=world.store_config.era,
         cq_units_per_file=b.consume_queue_units_per_file,
         timer_retry_until_success=b.timer_enable_retry_until_success,
+        schedule_async_deliver=b.enable_schedule_async_deliver,
     )
 
 

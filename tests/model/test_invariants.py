@@ -128,6 +128,35 @@ def test_no_loss_holds_for_a_copy_below_a_delay_offset_a_restart_lowered():
         assert_fails("no_loss", h, A, "neither consumed it successfully nor dead-lettered")
 
 
+def _skipped_behind_a_failed_async_put(fault_detail: str = "T", delivered_first: bool = False,
+                                       next_unit: int = 34) -> H:
+    # Seed 900000578 (5.3.3, asynchronous delivery): A's level-3 unit 33 was due, its put failed, and the level's
+    # next poll found unit 34 (M2's) not due and wrote the offset table past 33; the graceful shutdown's pending
+    # resend failed (the message store stops first) and the table was persisted at 34.
+    h = H().send(0, A, level=3).store(0, A, topic="SCHEDULE_TOPIC_XXXX", queue_id=2, queue_offset=33)
+    h.send(100, M2, level=3).store(100, M2, topic="SCHEDULE_TOPIC_XXXX", queue_id=2, queue_offset=34)
+    if delivered_first:
+        h.deliver(9000, A, 3, B0 + 10_000, sq_offset=33)
+    h.add(10_061, "fault", site="commitlog.put", action="fail", detail=fault_detail)
+    h.crash(10_108, crash_kind="shutdown").restart(12_108)
+    h.deliver(13_108, M2, 3, B0 + 10_100, sq_offset=next_unit).store(13_108, M2).consume(13_110, M2)
+    return h.drain(20_000)
+
+
+def test_no_loss_holds_for_a_level_unit_the_async_table_moved_past_before_a_stop():
+    async_ctx = dataclasses.replace(ctx(end_ms=100_000), schedule_async_deliver=True)
+    assert_holds("no_loss", _skipped_behind_a_failed_async_put(), context=async_ctx)
+    # synchronous delivery, or 4.9.8 (no table update at a not-due unit), or no failed put of its topic, or
+    # delivered before the stop, or the level restarting at the unit itself: no excuse
+    for h, context in ((_skipped_behind_a_failed_async_put(), ctx()),
+                       (_skipped_behind_a_failed_async_put(), dataclasses.replace(async_ctx, era="4.9.8")),
+                       (_skipped_behind_a_failed_async_put(fault_detail="SCHEDULE_TOPIC_XXXX"), async_ctx),
+                       (_skipped_behind_a_failed_async_put(next_unit=33), async_ctx)):
+        assert_fails("no_loss", h, A, "neither consumed it successfully nor dead-lettered", context=context)
+    h = _skipped_behind_a_failed_async_put(delivered_first=True)
+    assert not verdict("no_loss", h, async_ctx)["holds"]  # delivered but never consumed: lost after the delivery
+
+
 def test_no_loss_ignores_failed_sends_and_messages_a_fault_destroyed():
     h = H().send(0, A, status="FAILED: broker busy").send(5, M2).store(5, M2)
     h.add(20, "store_rollback", snapshot_t_ms=0, lost_msg_ids=[M2])
