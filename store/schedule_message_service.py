@@ -109,6 +109,8 @@ class ScheduleMessageService(ConfigManager):
         self.m_correct_delay_offset_to_min = "correct_delay_offset_to_min" in mutants
         self._encoded_key: tuple | None = None  # the last encode's input and text (encode is pure in them)
         self._encoded = ""
+        self._template_key: tuple | None = None  # 5.x: the last table's text, cut around the dataVersion's numbers
+        self._template: tuple[str, str, str, str] | None = None
 
     # --- ConfigManager -------------------------------------------------------------------
     def encode(self, pretty: bool = True) -> str:
@@ -120,7 +122,15 @@ class ScheduleMessageService(ConfigManager):
         if self.era4:
             text = dumps({"offsetTable": table}, pretty=pretty)
         else:
-            text = dumps({"dataVersion": dv.to_json("5.x"), "offsetTable": table}, pretty=pretty)
+            # The table changes only when a level moves, the dataVersion every 200 polls of a waiting level: the
+            # table's text is written once and the version's three numbers are put into it.
+            if key[:3] != self._template_key:
+                self._template_key, self._template = key[:3], _dv_template(table, pretty)
+            if self._template is None:
+                text = dumps({"dataVersion": dv.to_json("5.x"), "offsetTable": table}, pretty=pretty)
+            else:
+                head, after_counter, after_state, tail = self._template
+                text = f"{head}{dv.counter}{after_counter}{dv.state_version}{after_state}{dv.timestamp_ms}{tail}"
         self._encoded_key, self._encoded = key, text
         return text
 
@@ -513,6 +523,23 @@ class PutResultProcess:
         self.status = "SUCCESS" if ok else "EXCEPTION"
         self.resend_count = 0
         self.resend_at_mono: int | None = None
+
+
+_DV_MARKS = (-7_313_131_313_131_313_131, -7_323_232_323_232_323_232, -7_333_333_333_333_333_333)  # no offset's
+
+
+def _dv_template(table: dict, pretty: bool) -> tuple[str, str, str, str] | None:
+    """delayOffset.json (5.x) for ``table`` cut at its dataVersion's counter, stateVersion and timestamp (written
+    with marks no offset takes), or None when a mark is not found exactly once."""
+    counter, state, timestamp = (str(mark) for mark in _DV_MARKS)
+    marked = DataVersion(timestamp_ms=_DV_MARKS[2], counter=_DV_MARKS[0], state_version=_DV_MARKS[1])
+    text = dumps({"dataVersion": marked.to_json("5.x"), "offsetTable": table}, pretty=pretty)
+    if any(text.count(mark) != 1 for mark in (counter, state, timestamp)):
+        return None
+    head, rest = text.split(counter)
+    after_counter, rest = rest.split(state)
+    after_state, tail = rest.split(timestamp)
+    return head, after_counter, after_state, tail
 
 
 class HandlePutResultTask:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from store.commit_log import SCHEDULE_TOPIC
 from store.config import MessageStoreConfig
@@ -222,3 +224,24 @@ def test_async_flow_control_refuses_past_the_pending_limit():
     pending = h.broker.schedule_message_service.put_result_tasks[1].pending
     assert len(pending) == 2  # the third put is refused (flow control) and retried later at the same offset
     assert any("flow control" in line for line in h.logs)
+
+
+@settings(max_examples=60, deadline=None)
+@given(tables=st.lists(st.dictionaries(st.integers(1, 18), st.integers(0, 10**12), max_size=18), min_size=1, max_size=4),
+       versions=st.lists(st.tuples(st.integers(0, 10**9), st.integers(-(1 << 63), (1 << 63) - 1),
+                                   st.integers(0, 1 << 62)), min_size=1, max_size=4),
+       pretty=st.booleans())
+def test_delay_offset_json_written_from_its_template_is_what_fastjson_writes(tables, versions, pretty):
+    """5.x fills the dataVersion's numbers into the table's text written once: byte for byte the generic writer's."""
+    from store.fastjson import dumps
+
+    svc = BrokerHarness().broker.schedule_message_service
+    for table in tables:
+        for counter, state, timestamp in versions:
+            svc.offset_table.clear()
+            svc.offset_table.update(table)
+            dv = svc.data_version
+            dv.counter, dv.state_version, dv.timestamp_ms = counter, state, timestamp
+            generic = dumps({"dataVersion": dv.to_json("5.x"),
+                             "offsetTable": {level: table[level] for level in sorted(table)}}, pretty=pretty)
+            assert svc.encode(pretty) == generic
