@@ -1234,16 +1234,25 @@ def _copies_of_repeated_deliveries(ix: _Index) -> set[tuple[str, int, int]]:
     return out
 
 
+FIRST_OFFSET_PERSIST_MS = 10_000  # BrokerController: consumerOffset.json's persist task starts 10 s after a start
+
+
 def _consume_offset_never_persisted(ix: _Index, original: dict, again: dict) -> bool:
-    """A broker crash between the two consumes, and no consumerOffset.json written between the first and it: the
-    broker's table on disk predates the first consume, however long ago that was. The persist window assumes a
-    write every flushConsumerOffsetInterval, but BrokerController's first one waits 10 s after a start (both eras),
-    and crash_before_offset_flush may kill the broker in it (explore seed 910000395: the first persist, at 10 s,
-    crashed; a consumer killed meanwhile resumed from the broker's lost table at 0)."""
+    """A broker crash between the two consumes, at most 10 s after the broker's start, and no consumerOffset.json
+    written between the first consume and it: the table on disk predates that consume, however long ago it was.
+    The persist window assumes a write every flushConsumerOffsetInterval, but BrokerController's first one waits
+    10 s after a start (both eras), and crash_before_offset_flush may kill the broker in it (explore seed
+    910000395: the first persist, at 10 s, crashed; a consumer killed meanwhile resumed from the lost table at 0)."""
     persists = [p["seq"] for p in ix.by_kind["persist"] if p.get("file") == "consumerOffset.json"]
-    return any(c.get("target") == "broker" and c.get("crash_kind") != "shutdown"
-               and original["seq"] < c["seq"] < again["seq"]
-               and not any(original["seq"] < p < c["seq"] for p in persists) for c in ix.by_kind["crash"])
+    for c in ix.by_kind["crash"]:
+        if c.get("target") != "broker" or c.get("crash_kind") == "shutdown" or not (
+                original["seq"] < c["seq"] < again["seq"]):
+            continue
+        started_ms = max((r["t_ms"] for r in ix.restarts if r["seq"] < c["seq"]), default=0)
+        if c["t_ms"] - started_ms <= FIRST_OFFSET_PERSIST_MS and not any(original["seq"] < p < c["seq"]
+                                                                         for p in persists):
+            return True
+    return False
 
 
 def check_duplicates(ix: _Index, ctx: RunContext) -> dict:

@@ -566,6 +566,34 @@ def test_dlq_4x_fallback_fails_when_delivered_after_the_dead_letter():
     assert_fails("dlq_after_max_retries", h, A, "as retry 2 after it was dead-lettered", context=ERA4)
 
 
+def _twin_fallbacks_4x(delivered_sq_offset: int) -> H:
+    """4.9.8, explore seed 910000265: a crash made the group consume retry 1 twice (two copies, two ladders); both
+    attempts' broker send-backs failed and both fallbacks stored a level-4 copy (schedule queue offsets 0, 1).
+    The DLQ copy that came out of offset ``delivered_sq_offset`` lands one level-4 delay after the first fallback."""
+    h = _ladder(H().send(0, A), A, 1)
+    h.consume(10_102, A, status="RECONSUME_LATER", reconsume_times=1, queue_topic="%RETRY%G", queue_offset=1)
+    for t, offset in ((10_102, 0), (20_000, 1)):
+        if offset:
+            h.crash(12_000).restart(14_000)
+            h.consume(t, A, status="RECONSUME_LATER", reconsume_times=1, queue_topic="%RETRY%G", queue_offset=7)
+        h.send_back(t, A, 1, result="failed")
+        h.add(t, "send_back", group="G", msg_id=A, reconsume_times=1, delay_level=4, result="ok",
+              path="producer-fallback")
+        h.store(t, A, topic="SCHEDULE_TOPIC_XXXX", queue_id=3, queue_offset=offset, reconsume_times=2)
+    h.deliver(40_102, A, 4, due_ms=B0 + 40_102, sq_offset=delivered_sq_offset, topic="%DLQ%G")
+    return h.dlq(40_102, A, 2)
+
+
+def test_dlq_holds_for_a_4x_fallback_timed_from_the_fallback_that_stored_its_copy():
+    assert_holds("dlq_after_max_retries", _twin_fallbacks_4x(delivered_sq_offset=0), ERA4)
+
+
+def test_dlq_4x_fallback_fails_when_its_copy_came_from_the_twin_fallback_too_soon():
+    # the copy the twin's fallback stored (offset 1, at 20 s) cannot be out at 40.1 s: not a level-4 delay later
+    assert_fails("dlq_after_max_retries", _twin_fallbacks_4x(delivered_sq_offset=1), A,
+                 "arrived 20102 ms after its send-back", "(30000 ms)", context=ERA4)
+
+
 def test_dlq_5x_fallback_is_held_to_the_rpc_rule():
     # 5.3.3 (RIP-32): '>' and DELAY=-1: the fallback of attempt 2 sends RECONSUME_TIME 3 > 2, stored at once.
     h = _ladder(H().send(0, A), A, 2)
@@ -879,6 +907,41 @@ def test_duplicates_holds_for_a_second_timer_copy_a_crash_recovery_made():
     # a third delivery repeats a copy; a second copy stored when no restart after a crash made it is no excuse
     for h in (_two_timer_copies(3000, deliveries=3), _two_timer_copies(3500, deliveries=2)):
         assert_fails("duplicates", h, A, "from level timer again after a graceful restart")
+
+
+def _repeat_after_a_crash_at_the_first_offset_persist(crash_ms: int, persist_ms: int | None = None,
+                                                       started_ms: int = 0) -> H:
+    """Explore seed 910000395: consumed at 76 ms; the broker's first consumerOffset.json persist (10 s after its
+    start) crashed, and a consumer killed meanwhile resumed from the broker's table at 0: 12.6 s later."""
+    h = H()
+    if started_ms:
+        h.restart(started_ms)
+    h.send(started_ms + 25, A).consume(started_ms + 76, A)
+    if persist_ms is not None:
+        h.add(persist_ms, "persist", file="consumerOffset.json")
+    h.crash(crash_ms).add(crash_ms + 612, "crash", target="G-0", crash_kind="process")
+    return h.restart(crash_ms + 2000).consume(crash_ms + 2664, A)
+
+
+NINE_S_WINDOW = dataclasses.replace(ctx(), duplicate_window_ms=9000)  # 1 s + 1 s + 5 s + 2 s, as in the seed
+
+
+def test_duplicates_holds_for_a_crash_before_the_first_consumer_offset_persist():
+    v = assert_holds("duplicates", _repeat_after_a_crash_at_the_first_offset_persist(10_000), NINE_S_WINDOW)
+    assert v["duplicates"] == 1
+    h = _repeat_after_a_crash_at_the_first_offset_persist(40_000, started_ms=30_000)  # after a restart as well
+    assert_holds("duplicates", h, NINE_S_WINDOW)
+
+
+def test_duplicates_fail_after_a_consumer_offset_persist_or_past_the_first_persist_delay():
+    for h in (_repeat_after_a_crash_at_the_first_offset_persist(11_000, persist_ms=10_000),
+              _repeat_after_a_crash_at_the_first_offset_persist(10_001),
+              _repeat_after_a_crash_at_the_first_offset_persist(40_001, started_ms=30_000)):
+        assert_fails("duplicates", h, A, "more than 9000 ms before the crash", "outside every persist window",
+                     context=NINE_S_WINDOW)
+    h = _repeat_after_a_crash_at_the_first_offset_persist(10_000)
+    h.events[h.events.index(next(e for e in h.events if e["kind"] == "crash"))]["crash_kind"] = "shutdown"
+    assert not verdict("duplicates", h, NINE_S_WINDOW)["holds"]  # a graceful shutdown persists the table
 
 
 # --- no_unexpected_errors ----------------------------------------------------------------------------------------

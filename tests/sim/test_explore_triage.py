@@ -68,6 +68,11 @@ and watching the invariant fail again.
 | 900000578 | no_loss | 5.3.3 asynchronous delivery: a unit's put failed, the level's next poll found the | excuse |
 |  |  | unit behind it not due and wrote the table past it (updateOffset(currOffset)); the | |
 |  |  | shutdown's pending resend failed (store stopped first) and the table was persisted there | |
+| 910000265 | dlq_after_max_retries | 4.9.8: crashes before the first delayOffset.json persist delivered a level-4 | invariant bug |
+|  |  | retry three times (twin ladders); a fallback dead letter was timed from the twin's later | |
+|  |  | fallback, not the one that stored the copy the level delivered | |
+| 910000395 | duplicates | the broker's first consumerOffset.json persist (10 s after a start) crashed: a | invariant bug |
+|  |  | consumer killed meanwhile resumed from the lost table, 9.9 s after its first consume | |
 """
 
 from __future__ import annotations
@@ -87,7 +92,7 @@ from sim.run import run_scenario
 
 REPRO = Path(__file__).resolve().parent.parent / "data" / "repro"
 SEEDS = (4, 5, 10, 17, 19, 31, 41, 61, 70, 71, 77, 95, 131, 166, 233, 251, 282, 371, 399, 511, 3735928559, 3389118813,
-         1655531201, 1655531205, 1655531208, 1200000050, 900000578)
+         1655531201, 1655531205, 1655531208, 1200000050, 900000578, 910000265, 910000395)
 # Seeds whose cause another seed of the table shares (5, 31 as 10; 71 as 17; 77 as 70; 251 as 233; 166's FIFO wait
 # behind a copy stored before a backwards step and 19's poll per CQ file crossed, both in 1655531201's run): they
 # hold in the slow tier, with their excuse tests.
@@ -536,3 +541,40 @@ def test_a_level_unit_whose_async_put_failed_is_skipped_when_the_table_moved_pas
         lost = _check(result)["no_loss"]["violations"]
     assert {v["msg_id"][-4:] for v in lost} == {"0026", "0051"}
     assert "no_loss" in _check(result, schedule_async_deliver=False)  # the excuse is asynchronous delivery's only
+
+
+def test_a_4x_fallback_dead_letter_is_timed_from_the_fallback_that_stored_its_copy(monkeypatch):
+    """Triaged from 600 generated runs (seeds 910000000-910000599): two crashes, each less than 10 s after a start,
+    sent level 4 back over a GroupC retry (three copies). Attempt 2 of the second and of the third failed, both
+    fallbacks (46.9 s, 50.7 s) stored a level-5 copy bound for %DLQ%GroupC; the first came out at 106.9 s, one
+    level-5 delay after its own fallback, but was timed from the third's (56 197 ms)."""
+    import model.invariants as invariants
+
+    result = _run(910000265)
+    assert not _failed(result)
+    fallbacks = [e for e in result.history.events if e["kind"] == "send_back" and e.get("path") == "producer-fallback"
+                 and e["result"] == "ok" and e["group"] == "GroupC" and e["msg_id"].endswith("0006")]
+    assert [e["t_ms"] for e in fallbacks][-2:] == [46_926, 50_746]
+    paired = invariants._fallback_that_stored
+    unstored = {"level": 0, "seq": -1}  # no copy's store found: the last fallback before the dead letter, as before
+    monkeypatch.setattr(invariants, "_fallback_that_stored",
+                        lambda events, group, via, r, before_seq: paired(events, group, unstored, r, before_seq))
+    (v,) = _check(result)["dlq_after_max_retries"]["violations"]
+    assert "arrived 56197 ms after its send-back" in v["explanation"]
+
+
+def test_a_consume_repeated_after_a_crash_at_the_first_consumer_offset_persist(monkeypatch):
+    """Triaged from 600 generated runs (seeds 910000000-910000599): crash_before_offset_flush crashed the broker at
+    its first consumerOffset.json persist (10 s after the start); GroupB-0, killed at 10.6 s, came back at 12.6 s
+    and read queue 0 from the broker's lost table: 0, its consumes from 76 ms on again (19 of them)."""
+    import model.invariants as invariants
+
+    result = _run(910000395)
+    assert not _failed(result)
+    events = result.history.events
+    (crash,) = [e for e in events if e["kind"] == "crash" and e["target"] == "broker"]
+    assert crash["t_ms"] == 10_000 and crash["site"] == "persist.consumerOffset.json"
+    assert not any(e["kind"] == "persist" and e["file"] == "consumerOffset.json" and e["seq"] < crash["seq"]
+                   for e in events)
+    monkeypatch.setattr(invariants, "_consume_offset_never_persisted", lambda ix, original, again: False)
+    assert len(_check(result)["duplicates"]["violations"]) == 19
