@@ -22,6 +22,8 @@ from .topics import RMQ_SYS_SCHEDULE_TOPIC
 
 SCHEDULE_TOPIC = RMQ_SYS_SCHEDULE_TOPIC
 _NOT_DISPATCHED = (codec.TRANSACTION_PREPARED_TYPE, codec.TRANSACTION_ROLLBACK_TYPE)
+FLUSH_TRIES_4X = 2  # GroupCommitService.doCommit's flush calls per request (4.9.8)
+FLUSH_TRIES_5X = 1000  # 5.2.0+ (#7524)
 
 
 class CommitLog:
@@ -94,12 +96,15 @@ class CommitLog:
         msg.queue_offset = queue_offset
         msg.store_size = msg_len
         if self.sync_flush:
-            # GroupCommitService.doCommit: flush until the record is on disk; a record that opened a new file
-            # takes two calls (one file per flush), else it stays unconfirmed and undispatched in 5.x
+            # GroupCommitService.doCommit: flush until the record is on disk, one file per flush call: 4.9.8 tries
+            # twice (a record that opened a new file), 5.2.0+ up to 1000 times (#7524). A record left unflushed stays
+            # unconfirmed and undispatched in 5.x: files an oversize record filled with blanks lie between the
+            # flushed end and the next record (explore seed 910000562)
             end = phy_offset + msg_len
-            for _ in range(2):
+            for _ in range(FLUSH_TRIES_4X if self.config.is_era_4 else FLUSH_TRIES_5X):
+                before = self.mfq.flushed_where
                 self.flush(0)
-                if self.mfq.flushed_where >= end:
+                if self.mfq.flushed_where >= end or self.mfq.flushed_where == before:
                     break
         return PutMessageResult(
             PutMessageStatus.PUT_OK,

@@ -235,3 +235,25 @@ def test_sync_flush_put_that_opens_a_new_file_is_flushed_and_dispatched(era):
     assert store.do_reput() == 3
     assert store.get_message("g", "TopicTest", 0, 0, 32).status == GetMessageStatus.FOUND
     assert len(store.get_message("g", "TopicTest", 0, 0, 32).messages) == 3
+
+
+@pytest.mark.parametrize("era", ["5.3.3", "4.9.8"])
+def test_sync_flush_put_catches_up_over_the_blank_files_an_oversize_record_left(era):
+    """A record larger than a commit-log file fills the current file and a new one with blanks and is refused, and
+    nothing flushes them. The next SYNC_FLUSH put must flush its way past them: 5.2.0+ GroupCommitService.doCommit
+    calls flush up to 1000 times per request (#7524), 4.9.8 twice. With two calls, 5.x (reput up to the flushed
+    end) never dispatched the record (explore seed 910000562: six timer copies never consumed); 4.9.8 dispatches up
+    to the written end, so its lagging flushed end hides nothing."""
+    store = make_store(flush_disk_type="SYNC_FLUSH", era=era)
+    assert store.put_message(new_msg(key="m0", body=b"x" * 3000)).is_ok
+    for i in range(3):
+        refused = store.put_message(new_msg(key=f"big{i}", body=b"y" * 4096))
+        assert refused.status == PutMessageStatus.MESSAGE_ILLEGAL
+    result = store.put_message(new_msg(key="m1", body=b"x" * 3000))
+    assert result.is_ok and result.append.logics_offset == 1
+    end = result.append.wrote_offset + result.append.wrote_bytes
+    assert store.commit_log.get_flushed_where() == (end if era == "5.3.3" else 2 * 4096)
+    assert store.commit_log.get_confirm_offset() == end
+    assert store.do_reput() == 2
+    got = store.get_message("g", "TopicTest", 0, 0, 32)
+    assert [m.properties["UNIQ_KEY"] for m in got.messages] == ["m0", "m1"]
