@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from .stats import (
     POLL_SLACK_MS,
@@ -30,6 +31,8 @@ LEVEL_POLL_MS = 100  # ScheduleMessageService.DELAY_FOR_A_WHILE
 TIMER_GAVE_UP = re.compile(r"Message processing failed after (\d+) retries\. Msg: (\S+)")
 LEVEL_UNIT_ERROR = re.compile(r"ScheduleMessageService, messageTimeup execute error, level (\d+) offset=(\d+)")
 DELAY_OFFSET_CORRECTED = re.compile(r"schedule CQ offset invalid, level (\d+): correct delay offset from (\d+) to (\d+)")
+PULL_OFFSET_ILLEGAL = re.compile(r"the pull request offset illegal, MessageQueue\(topic='([^']+)', broker_name='[^']*', "
+                                 r"queue_id=(\d+)\) (-?\d+) -> (-?\d+)")
 DAMAGE_SITES = frozenset({"power_failure", "store_rollback", "cq_truncation"})  # faults that lose stored data
 
 CONSUME_SUCCESS = "CONSUME_SUCCESS"
@@ -325,7 +328,8 @@ class _Index:
                 or self.behind_a_restarted_timer_read_time(msg_id, after_seq)
                 or self.behind_a_broken_level_unit(msg_id, after_seq)
                 or self.broker_gone_after_power_failure(after_seq)
-                or (group is not None and self.below_a_committed_offset(msg_id, group, after_seq)))
+                or (group is not None and self.below_a_committed_offset(msg_id, group, after_seq))
+                or (group is not None and self.below_a_moved_pull_offset(msg_id, group, after_seq)))
 
     def broker_gone_after_power_failure(self, after_seq: int = -1) -> bool:
         """#9705 (before develop): config files are written without fsync, so a power failure within the kernel's
@@ -451,6 +455,43 @@ class _Index:
                           and c["group"] == group and c.get("queue_topic", c["topic"]) == store["topic"]
                           and c["queue_id"] == store["queue_id"]]
                 if (committed or pulled) and store["queue_offset"] < max(committed + pulled):
+                    return True
+        return False
+
+    @cached_property
+    def _pull_offsets_moved(self) -> list[tuple[int, str, str, int, int, int]]:
+        """(seq, group, topic, queue id, from, to) of each OFFSET_ILLEGAL a client answered by moving its pull
+        offset down (from > to), read from the client's WARN line; the group from its ``consumer_start``."""
+        groups = {e["client_id"].split("@")[0]: e["group"] for e in self.by_kind["consumer_start"]}
+        moved = []
+        for e in self.by_kind["log"]:
+            m = PULL_OFFSET_ILLEGAL.match(e["message"]) if e["logger"].startswith("RocketmqClient@") else None
+            group = groups.get(e["logger"].partition("@")[2])
+            if m is not None and group is not None and int(m.group(3)) > int(m.group(4)):
+                moved.append((e["seq"], group, m.group(1), int(m.group(2)), int(m.group(3)), int(m.group(4))))
+        return moved
+
+    def below_a_moved_pull_offset(self, msg_id: str, group: str, after_seq: int = -1) -> bool:
+        """A store rollback (or a power failure) cut a queue back while the group's consumer had pulled past the
+        new end: its ProcessQueue still held copies the cut destroyed, and it pulls on from its own next offset.
+        New copies reuse the cut offsets below that; the consumer's next pull is past the queue's max offset, the
+        broker answers OFFSET_OVERFLOW_BADLY with nextBeginOffset = maxOffset (DefaultMessageStore.getMessage,
+        4.9.8 and 5.3.3) and the client's OFFSET_ILLEGAL path (DefaultMQPushConsumerImpl) sets its offset there:
+        the copies stored below it since the restart are never pulled (explore seed 910000238: a 10 s rollback,
+        the consumer at 195, three retry copies stored at 178-180, the pull moved 195 -> 181). Recognised by the
+        client's WARN line after the cut's restart (and before the next broker crash), and a copy of the message
+        stored in that queue between the restart and the line, below the offset the line moved to."""
+        moves = [mv for mv in self._pull_offsets_moved if mv[1] == group]
+        if not moves:
+            return False
+        for store in self._stores(msg_id, after_seq):
+            for _crash_seq, back in self.queue_cuts:
+                if back is None or store["seq"] < back:
+                    continue
+                until = next((c["seq"] for c in self.broker_crashes if c["seq"] > back), None)
+                if any(back < store["seq"] < seq and (until is None or seq < until) and topic == store["topic"]
+                       and queue_id == store["queue_id"] and store["queue_offset"] < to
+                       for seq, _g, topic, queue_id, _from, to in moves):
                     return True
         return False
 

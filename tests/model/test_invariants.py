@@ -244,6 +244,54 @@ def test_no_loss_fails_below_a_committed_offset_without_a_rollback_or_at_or_past
     assert_fails("no_loss", h.drain(10_000), A, "neither consumed it successfully nor dead-lettered")
 
 
+def _moved_pull_offset(cut: bool = True, line_t: int = 3500, moved: str = "9 -> 5", queue_offset: int = 4,
+                       client: str = "G-0", crash_t: int | None = None, failed_first: bool = False) -> H:
+    """Explore seed 910000238: G-0 had pulled to 9 when a rollback cut the queue back to 4; after the restart A
+    is stored at 4, and G-0's next pull (past the end) is moved to the max offset, 5: A lies below it."""
+    h = H()
+    for owner, group in (("G-0", "G"), ("H-0", "H")):
+        h.add(0, "consumer_start", group=group, client_id=f"{owner}@sim", topic="T", subscription="*",
+              model="CLUSTERING", max_reconsume_times=2)
+    if failed_first:  # a failed attempt whose retry copy is A's copy stored after the restart
+        h.send(0, A).store(0, A).consume(50, A, status="RECONSUME_LATER").send_back(50, A, 0)
+    if cut:
+        rollback(h, 1000)
+    else:
+        h.crash(1000).restart(3000)
+    if not failed_first:
+        h.send(3100, A)
+    h.store(3100, A, queue_offset=queue_offset)
+    if crash_t is not None:
+        h.crash(crash_t).restart(crash_t + 100)
+    h.add(line_t, "log", level="WARN", logger=f"RocketmqClient@{client}", fault_site=None,
+          message=f"the pull request offset illegal, MessageQueue(topic='T', broker_name='broker-a', queue_id=0) "
+                  f"{moved}")
+    h.events.sort(key=lambda e: e["t_ms"])
+    for seq, e in enumerate(h.events):
+        e["seq"] = seq
+    return h.drain(10_000)
+
+
+def test_no_loss_holds_below_a_pull_offset_moved_past_it_after_a_rollback():
+    assert assert_holds("no_loss", _moved_pull_offset())["checked"] == 1
+
+
+def test_no_loss_fails_below_a_moved_pull_offset_without_its_conditions():
+    lost = "neither consumed it successfully nor dead-lettered"
+    assert_fails("no_loss", _moved_pull_offset(cut=False), A, lost)  # a plain crash cut nothing
+    assert_fails("no_loss", _moved_pull_offset(line_t=3050), A, lost)  # moved before A was stored: it pulls A
+    assert_fails("no_loss", _moved_pull_offset(moved="9 -> 4"), A, lost)  # moved to A's offset: it reads A
+    assert_fails("no_loss", _moved_pull_offset(moved="3 -> 5"), A, lost)  # moved up: not past the end
+    assert_fails("no_loss", _moved_pull_offset(client="H-0"), A, lost)  # another group's consumer
+    assert_fails("no_loss", _moved_pull_offset(crash_t=3300), A, lost)  # after the next crash: not this cut's
+
+
+def test_redelivery_holds_when_the_retry_copy_lies_below_a_moved_pull_offset():
+    # The failed attempt's retry copy was stored after the rollback's restart, below the offset the pull moved to.
+    assert assert_holds("at_least_once_redelivery", _moved_pull_offset(failed_first=True))["checked"] == 1
+    assert_fails("at_least_once_redelivery", _moved_pull_offset(failed_first=True, client="H-0"), A, "attempt 0",
+                 "never delivered to G again")
+
 TIMER = "rmq_sys_wheel_timer"
 
 

@@ -73,6 +73,11 @@ and watching the invariant fail again.
 |  |  | fallback, not the one that stored the copy the level delivered | |
 | 910000395 | duplicates | the broker's first consumerOffset.json persist (10 s after a start) crashed: a | invariant bug |
 |  |  | consumer killed meanwhile resumed from the lost table, 9.9 s after its first consume | |
+| 910000238 | no_loss, | 4.9.8: a 10 s rollback cut a retry queue the consumer had pulled past (it consumed the | excuse |
+|  | at_least_once_redelivery | destroyed copies from its ProcessQueue); retry copies stored at the reused offsets | |
+|  |  | lay below its next pull, which OFFSET_OVERFLOW_BADLY moved to the max offset, over them | |
+| 910000562 | no_loss | 5.3.3 SYNC_FLUSH put flushed twice, not up to 1000 times (#7524): blank files of | store bug (fixed) |
+|  |  | refused oversize timer copies kept the flushed end, and 5.x dispatch, behind the timer's deliveries | |
 """
 
 from __future__ import annotations
@@ -92,7 +97,8 @@ from sim.run import run_scenario
 
 REPRO = Path(__file__).resolve().parent.parent / "data" / "repro"
 SEEDS = (4, 5, 10, 17, 19, 31, 41, 61, 70, 71, 77, 95, 131, 166, 233, 251, 282, 371, 399, 511, 3735928559, 3389118813,
-         1655531201, 1655531205, 1655531208, 1200000050, 900000578, 910000265, 910000395)
+         1655531201, 1655531205, 1655531208, 1200000050, 900000578, 910000265, 910000395, 910000238,
+         910000562)
 # Seeds whose cause another seed of the table shares (5, 31 as 10; 71 as 17; 77 as 70; 251 as 233; 166's FIFO wait
 # behind a copy stored before a backwards step and 19's poll per CQ file crossed, both in 1655531201's run): they
 # hold in the slow tier, with their excuse tests.
@@ -578,3 +584,37 @@ def test_a_consume_repeated_after_a_crash_at_the_first_consumer_offset_persist(m
                    for e in events)
     monkeypatch.setattr(invariants, "_consume_offset_never_persisted", lambda ix, original, again: False)
     assert len(_check(result)["duplicates"]["violations"]) == 19
+
+
+def test_retry_copies_below_a_pull_offset_moved_after_a_rollback_are_skipped(monkeypatch):
+    """Triaged from 600 generated runs (seeds 910000000-910000599): the 10 s rollback at 52.484 s cut %RETRY%GroupB
+    queue 0 back to 178 while GroupB-0 had pulled to 195; it consumed 158-194 from its ProcessQueue, the level put
+    three retry copies at 178-180, and its pull at 195 (3 s after the broker died) was moved to 181."""
+    import model.invariants as invariants
+
+    result = _run(910000238)
+    assert not _failed(result)
+    with monkeypatch.context() as m:
+        m.setattr(invariants._Index, "below_a_moved_pull_offset", lambda self, msg_id, group, after_seq=-1: False)
+        failed = _check(result)
+    for name in ("no_loss", "at_least_once_redelivery"):
+        assert {v["msg_id"][-4:] for v in failed[name]["violations"]} == {"0045", "0046", "0047"}
+    events = result.history.events
+    no_line = [e for e in events if not (e["kind"] == "log" and "pull request offset illegal" in e["message"])]
+    assert "no_loss" in _check(result, no_line)
+
+
+def test_timer_deliveries_behind_blank_files_of_oversize_records_are_flushed_and_consumed(monkeypatch):
+    """Triaged from the same 600 runs: with 4 KiB commit-log files the timer copies of 4 KiB bodies do not fit a
+    file; each refused put left one or two files of blanks, and the SYNC_FLUSH put of the six copies the timer
+    delivered at 15.072 s flushed two files each: 5.x dispatch (up to the flushed end) never reached them."""
+    import store.commit_log as commit_log
+
+    result = _run(910000562)
+    assert not _failed(result)
+    with monkeypatch.context() as m:
+        m.setattr(commit_log, "FLUSH_TRIES_5X", commit_log.FLUSH_TRIES_4X)
+        before = run_scenario(load_scenario_file(str(REPRO / "explore-910000562.toml")), 910000562,
+                              shuffle_ties=True)
+    lost = before.summary["invariants"]["no_loss"]["violations"]
+    assert {v["msg_id"][-4:] for v in lost} == {"005E", "005F", "0060", "0061", "0062", "0063"}
