@@ -888,6 +888,25 @@ def test_duplicates_fail_outside_every_persist_window():
                  "outside every persist window")
 
 
+def _shutdown_then_a_consumer_crash(fault: str | None) -> H:
+    # Seed 930000445: the shutdown's consumerOffset.json persist crashed (the plan's crash_before_offset_flush), so
+    # the offsets committed since the last write were lost; a consumer crash 23 s after the consume came later.
+    h = H().send(0, A).store(0, A).consume(1000, A).commit(1100, 1)
+    h.crash(20_000, crash_kind="shutdown")
+    if fault is not None:
+        h.add(20_000, "fault", site=fault, action="crash during shutdown")
+    h.restart(22_000).crash(24_000, target="G-0").restart(25_000, target="G-0")
+    return h.consume(26_000, A).drain(30_000)
+
+
+def test_duplicates_hold_after_a_shutdown_whose_consumer_offset_persist_crashed():
+    # crashed at its consumerOffset.json persist, or earlier at delayOffset.json's (it never got to the consumers')
+    for fault in ("persist.consumerOffset.json", "persist.delayOffset.json"):
+        assert_holds("duplicates", _shutdown_then_a_consumer_crash(fault))
+    # a clean shutdown wrote the offsets: only the consumer crash 23 s after the consume is left
+    assert_fails("duplicates", _shutdown_then_a_consumer_crash(None), A, "outside every persist window")
+
+
 def test_duplicates_fail_for_a_delivery_repeated_after_a_graceful_restart():
     h = H().send(0, A, level=1).deliver(1000, A, 1, B0 + 1000).crash(5000, crash_kind="shutdown")
     h.restart(7000).deliver(7100, A, 1, B0 + 1000)

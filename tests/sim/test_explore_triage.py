@@ -78,6 +78,8 @@ and watching the invariant fail again.
 |  |  | lay below its next pull, which OFFSET_OVERFLOW_BADLY moved to the max offset, over them | |
 | 910000562 | no_loss | 5.3.3 SYNC_FLUSH put flushed twice, not up to 1000 times (#7524): blank files of | store bug (fixed) |
 |  |  | refused oversize timer copies kept the flushed end, and 5.x dispatch, behind the timer's deliveries | |
+| 930000445 | duplicates | a shutdown whose consumerOffset.json persist the plan crashed lost the offsets | invariant bug |
+|  |  | committed since the last write, as a crash does (it was counted only for delayOffset.json's) | |
 """
 
 from __future__ import annotations
@@ -98,7 +100,7 @@ from sim.run import run_scenario
 REPRO = Path(__file__).resolve().parent.parent / "data" / "repro"
 SEEDS = (4, 5, 10, 17, 19, 31, 41, 61, 70, 71, 77, 95, 131, 166, 233, 251, 282, 371, 399, 511, 3735928559, 3389118813,
          1655531201, 1655531205, 1655531208, 1200000050, 900000578, 910000265, 910000395, 910000238,
-         910000562)
+         910000562, 930000445)
 # Seeds whose cause another seed of the table shares (5, 31 as 10; 71 as 17; 77 as 70; 251 as 233; 166's FIFO wait
 # behind a copy stored before a backwards step and 19's poll per CQ file crossed, both in 1655531201's run): they
 # hold in the slow tier, with their excuse tests.
@@ -618,3 +620,15 @@ def test_timer_deliveries_behind_blank_files_of_oversize_records_are_flushed_and
                               shuffle_ties=True)
     lost = before.summary["invariants"]["no_loss"]["violations"]
     assert {v["msg_id"][-4:] for v in lost} == {"005E", "005F", "0060", "0061", "0062", "0063"}
+
+
+def test_a_shutdown_whose_consumer_offset_persist_crashed_is_a_crash_for_consumes(monkeypatch):
+    """Triaged from 600 generated runs (seeds 930000000-930000599): 4.9.8, the shutdown at 51.657 s crashed at its
+    consumerOffset.json persist (6.8 s after a restart: no periodic persist yet), so the restarted broker served the
+    offsets written at the shutdown before; the consume of 42.751 s came again at 54.438 s."""
+    result = _run(930000445)
+    assert not _failed(result)
+    events = [e for e in result.history.events
+              if not (e["kind"] == "fault" and e.get("site") == "persist.consumerOffset.json"
+                      and e.get("action") == "crash during shutdown")]
+    assert "duplicates" in _check(result, events)
