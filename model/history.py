@@ -36,11 +36,13 @@ EVENTS: dict[str, EventKind] = {
     # a producer's send; deliver_ms: the due time of its scheduled copy; tags: the message's TAGS
     "send": _kind({"msg_id": _STR, "topic": _STR, "queue_id": _INT, "delay_level": _INT,
                    "timer_delay_ms": _OPT_INT, "deliver_ms": _OPT_INT, "status": _STR, "tags": _OPT_STR}),
-    # every successful append; due_ms (broker clock) on a SCHEDULE_TOPIC_XXXX copy, timer_out_ms on a timer copy
-    "store": _kind({"msg_id": _STR, "topic": _STR, "queue_id": _INT, "queue_offset": _INT, "phy_offset": _INT,
+    # every successful append; due_ms (broker clock) on a SCHEDULE_TOPIC_XXXX copy, timer_out_ms on a timer copy.
+    # msg_id (store, deliver, dlq): the copy's UNIQ_KEY, None for a copy without one -- a power failure tore a copy
+    # after its body (zeroed properties pass recovery) and its retries copy the properties it has (seed 940000253)
+    "store": _kind({"msg_id": _OPT_STR, "topic": _STR, "queue_id": _INT, "queue_offset": _INT, "phy_offset": _INT,
                     "size": _INT, "reconsume_times": _INT, "broker_ms": _INT},
                    {"timer_out_ms": _INT, "due_ms": _INT}),
-    "dlq": _kind({"group": _STR, "msg_id": _STR, "reconsume_times": _INT}),
+    "dlq": _kind({"group": _STR, "msg_id": _OPT_STR, "reconsume_times": _INT}),
     # run --from-store: one message copy the recovered store held at the start (t_ms 0), in commit-log order.
     # store_ms: when the old broker stored it; broker_ms: the run's broker clock at the start; deliver_ms: the
     # broker-clock due time of a scheduled copy (SCHEDULE_TOPIC_XXXX, timer); state: "pending" (scheduled, still
@@ -52,7 +54,7 @@ EVENTS: dict[str, EventKind] = {
                         "deliver_ms": _OPT_INT, "state": _STR, "offsets": _DICT},
                        {"due_ms": _INT}),  # due at once (correctDeliverTimestamp): the run's level-delay is shorter
     # a scheduled message put back to its real topic; level: a delay level or "timer"
-    "deliver": _kind({"msg_id": _STR, "level": (int, str), "due_ms": _INT, "topic": _STR, "queue_id": _INT,
+    "deliver": _kind({"msg_id": _OPT_STR, "level": (int, str), "due_ms": _INT, "topic": _STR, "queue_id": _INT,
                       "broker_ms": _INT, "schedule_queue_offset": _INT}, {"slot_ms": _INT, "resend": _BOOL}),
     "consume": _kind({"group": _STR, "client_id": _STR, "msg_id": _STR, "topic": _STR, "queue_topic": _STR,
                       "queue_id": _INT, "queue_offset": _INT, "reconsume_times": _INT, "status": _STR}),

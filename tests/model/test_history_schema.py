@@ -29,6 +29,16 @@ def test_a_valid_event_passes():
     validate_event(_send(tags=None))
 
 
+def test_a_copy_without_a_uniq_key_is_recorded_with_no_id():
+    """A torn copy's retries have no UNIQ_KEY (explore seed 940000253): their store, deliver and dlq name none."""
+    store = {"seq": 1, "t_ms": 5, "kind": "store", "msg_id": None, "topic": "%RETRY%G", "queue_id": 0,
+             "queue_offset": 3, "phy_offset": 100, "size": 299, "reconsume_times": 2, "broker_ms": 5}
+    validate_event(store)
+    validate_event({"seq": 2, "t_ms": 5, "kind": "dlq", "group": "G", "msg_id": None, "reconsume_times": 3})
+    with pytest.raises(HistorySchemaError):
+        validate_event({**_send(), "msg_id": None})  # a producer's send always has its UNIQ_KEY
+
+
 @pytest.mark.parametrize("event, words", [
     ({**_send(), "kind": "sned"}, "unknown history event kind 'sned'"),
     ({k: v for k, v in _send().items() if k != "tags"}, "missing ['tags']"),

@@ -80,6 +80,9 @@ and watching the invariant fail again.
 |  |  | refused oversize timer copies kept the flushed end, and 5.x dispatch, behind the timer's deliveries | |
 | 930000445 | duplicates | a shutdown whose consumerOffset.json persist the plan crashed lost the offsets | invariant bug |
 |  |  | committed since the last write, as a crash does (it was counted only for delayOffset.json's) | |
+| 940000253 | at_least_once_redelivery | a power failure tore a retry copy after its body: no UNIQ_KEY, so the client | invariant bug |
+|  |  | saw its offsetMsgId; its send-back (no UNIQ_KEY either) came back and was dead-lettered under other | |
+|  |  | ids (offsetMsgIds; none in the store events): the check followed the message by id only | |
 """
 
 from __future__ import annotations
@@ -100,7 +103,7 @@ from sim.run import run_scenario
 REPRO = Path(__file__).resolve().parent.parent / "data" / "repro"
 SEEDS = (4, 5, 10, 17, 19, 31, 41, 61, 70, 71, 77, 95, 131, 166, 233, 251, 282, 371, 399, 511, 3735928559, 3389118813,
          1655531201, 1655531205, 1655531208, 1200000050, 900000578, 910000265, 910000395, 910000238,
-         910000562, 930000445)
+         910000562, 930000445, 940000253)
 # Seeds whose cause another seed of the table shares (5, 31 as 10; 71 as 17; 77 as 70; 251 as 233; 166's FIFO wait
 # behind a copy stored before a backwards step and 19's poll per CQ file crossed, both in 1655531201's run): they
 # hold in the slow tier, with their excuse tests.
@@ -632,3 +635,23 @@ def test_a_shutdown_whose_consumer_offset_persist_crashed_is_a_crash_for_consume
               if not (e["kind"] == "fault" and e.get("site") == "persist.consumerOffset.json"
                       and e.get("action") == "crash during shutdown")]
     assert "duplicates" in _check(result, events)
+
+
+def test_a_message_whose_copy_a_power_failure_tore_comes_back_under_other_ids(monkeypatch):
+    """Triaged from 600 generated runs (seeds 940000000-940000599): the power failure at 53.650 s kept a torn prefix
+    of GroupC's retry copy at %RETRY%GroupC #131 (phy 278872, past the durable end 278528) with zeroed properties.
+    GroupC-0 consumed it at 81.502 s as 7F...44158 (its offsetMsgId) and failed; the send-back's copy (no UNIQ_KEY)
+    came back at #253 as 7F...54E3C, failed again and was dead-lettered (reconsume 3) with no id."""
+    import model.invariants as invariants
+
+    result = _run(940000253)
+    assert not _failed(result)
+    events = result.history.events
+    (torn,) = [e for e in events if e["kind"] == "store" and e["phy_offset"] == 0x44158]
+    power = next(e for e in events if e["kind"] == "crash" and e["seq"] > torn["seq"])
+    assert power["crash_kind"] == "power" and power["commit_log_durable"] < torn["phy_offset"]
+    assert any(e["kind"] == "dlq" and e["group"] == "GroupC" and e["msg_id"] is None and e["reconsume_times"] == 3
+               for e in events)
+    monkeypatch.setattr(invariants, "_came_back_without_its_id", lambda ix, attempt: False)
+    violations = _check(result)["at_least_once_redelivery"]["violations"]
+    assert {v["msg_id"][-5:] for v in violations} == {"44158", "54E3C"}
