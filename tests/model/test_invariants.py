@@ -1060,3 +1060,49 @@ def test_a_clean_run_of_a_builtin_scenario_passes_every_invariant(name):
     assert set(invariants) == set(CHECKS)
     assert all(v["holds"] for v in invariants.values()), {k: v["violations"][:1] for k, v in invariants.items()}
     assert invariants["no_loss"]["checked"] > 0
+
+
+def _offset_id(phy_offset: int) -> str:
+    """The offsetMsgId of a copy at ``phy_offset`` (127.0.0.1:10911), as the client sees a copy with no UNIQ_KEY."""
+    return f"7F00000100002A9F{phy_offset:016X}"
+
+
+def _torn_copy_comes_back(power: bool = True, durable: bool = False, back: bool = True, dead: bool = True) -> tuple:
+    """Explore seed 940000253: A's retry copy is torn by a power failure after its body (zeroed properties, no
+    UNIQ_KEY); G consumes it as its offsetMsgId X1 and fails; the send-back's copy (no UNIQ_KEY, msg_id None) comes
+    back as X2, fails again and is dead-lettered with no id. Returns (history, X1, X2)."""
+    h = H().send(0, A).store(500, A, topic="%RETRY%G", queue_offset=3, reconsume_times=1)
+    torn = h.events[-1]
+    torn["size"] = 300
+    if power:
+        h.add(1000, "crash", target="broker", crash_kind="power", site="plan",
+              commit_log_durable=torn["phy_offset"] + (300 if durable else 100))
+    else:
+        h.crash(1000)
+    h.restart(3000)
+    x1 = _offset_id(torn["phy_offset"])
+    h.consume(5000, x1, status="RECONSUME_LATER", reconsume_times=1, queue_topic="%RETRY%G", queue_offset=3)
+    h.send_back(5000, x1, 1).store(5000, None, topic="SCHEDULE_TOPIC_XXXX", reconsume_times=2)
+    h.store(35_000, None, topic="%RETRY%G", queue_offset=4, reconsume_times=2)
+    x2 = _offset_id(h.events[-1]["phy_offset"])
+    if back:
+        h.consume(35_100, x2, status="RECONSUME_LATER", reconsume_times=2, queue_topic="%RETRY%G", queue_offset=4)
+        h.send_back(35_100, x2, 2)
+        if dead:
+            h.dlq(35_100, None, 3)
+    return h.drain(40_000), x1, x2
+
+
+def test_redelivery_follows_a_torn_copy_that_came_back_under_other_ids():
+    c = ctx(drain_start_ms=40_000)
+    h, _x1, _x2 = _torn_copy_comes_back()
+    assert assert_holds("at_least_once_redelivery", h, c)["checked"] == 2
+
+
+def test_redelivery_fails_for_an_id_less_attempt_without_a_tear_or_a_way_back():
+    c = ctx(drain_start_ms=40_000)
+    for kwargs in ({"power": False}, {"durable": True}, {"back": False}):
+        h, x1, _x2 = _torn_copy_comes_back(**kwargs)
+        assert_fails("at_least_once_redelivery", h, x1, "attempt 1", "never delivered to G again", context=c)
+    h, _x1, x2 = _torn_copy_comes_back(dead=False)  # the id-less copy's last attempt failed and nothing came after
+    assert_fails("at_least_once_redelivery", h, x2, "attempt 2", "never delivered to G again", context=c)
