@@ -855,6 +855,33 @@ def test_bounded_lateness_counts_a_poll_for_each_file_start_passed_without_a_del
                  context=ten_per_file)
 
 
+def _two_files_behind_zeroed_ones(previous_offset: int, a_stored: int = 19_050, a_delivered: int = 20_400) -> H:
+    # explore-940000198: a power failure zeroed two files of level 5's queue (10 units a file); the polls at
+    # 20.1 s and 20.2 s read only zeros, the poll at 20.3 s delivered the file after them (B at 30) and the poll at
+    # 20.4 s the next one (A at 40): A, due before both empty polls, waited for them too.
+    c = "CCCC0003"
+    h = H().drain(10_000).send(19_000, M2, level=1).send(19_050, c, level=1).send(a_stored, A, level=1)
+    for t, msg_id in ((19_000, M2), (19_050, c), (a_stored, A)):
+        h.store(t, msg_id, topic="SCHEDULE_TOPIC_XXXX")
+    h.deliver(20_000, M2, 1, due_ms=B0 + 20_000, sq_offset=previous_offset)
+    h.deliver(20_300, c, 1, due_ms=B0 + 20_050, sq_offset=30)
+    return h.deliver(a_delivered, A, 1, due_ms=B0 + a_stored + 1000, sq_offset=40)
+
+
+def test_bounded_lateness_counts_polls_at_zeroed_files_for_copies_delivered_by_later_polls():
+    ten_per_file = dataclasses.replace(ctx(), cq_units_per_file=10)
+    # A: due at 20.05 s, delivered at 20.4 s (350 ms): file starts 30 and 40 delivered, 10 and 20 (at 20.1 s and
+    # 20.2 s, before the poll that delivered 30) read only zeros: four polls, 511 ms
+    assert verdict("bounded_lateness", _two_files_behind_zeroed_ones(9), ten_per_file)["holds"]
+    # no zeroed files (the level delivered 29 before): two polls, 311 ms (and B, 250 ms late, one: 211 ms)
+    v = verdict("bounded_lateness", _two_files_behind_zeroed_ones(29), ten_per_file)
+    assert [x["explanation"].split("delivered ")[1] for x in v["violations"] if x["msg_id"] == A] == [
+        "350 ms late (bound 311 ms from the polling intervals)"]
+    # A due at 20.25 s, after both empty polls: they did not delay it (20.3 s and 20.7 s: 311 ms for 450 ms)
+    assert_fails("bounded_lateness", _two_files_behind_zeroed_ones(9, a_stored=19_250, a_delivered=20_700), A,
+                 "delivered 450 ms late", "bound 311 ms", context=ten_per_file)
+
+
 # --- duplicates ----------------------------------------------------------------------------------------------
 def _forked_chain(fork_crash: bool) -> H:
     """Attempt 0 fails and is sent back; the original is consumed again (with success) and the retry chain goes
