@@ -83,6 +83,8 @@ and watching the invariant fail again.
 | 940000253 | at_least_once_redelivery | a power failure tore a retry copy after its body: no UNIQ_KEY, so the client | invariant bug |
 |  |  | saw its offsetMsgId; its send-back (no UNIQ_KEY either) came back and was dead-lettered under other | |
 |  |  | ids (offsetMsgIds; none in the store events): the check followed the message by id only | |
+| 940000198 | bounded_lateness | power failure zeroed two files of a level's queue: their empty polls were | invariant bug |
+|  |  | counted only for the poll right after them, not for copies due before them that later polls delivered | |
 """
 
 from __future__ import annotations
@@ -103,7 +105,7 @@ from sim.run import run_scenario
 REPRO = Path(__file__).resolve().parent.parent / "data" / "repro"
 SEEDS = (4, 5, 10, 17, 19, 31, 41, 61, 70, 71, 77, 95, 131, 166, 233, 251, 282, 371, 399, 511, 3735928559, 3389118813,
          1655531201, 1655531205, 1655531208, 1200000050, 900000578, 910000265, 910000395, 910000238,
-         910000562, 930000445, 940000253)
+         910000562, 930000445, 940000253, 940000198)
 # Seeds whose cause another seed of the table shares (5, 31 as 10; 71 as 17; 77 as 70; 251 as 233; 166's FIFO wait
 # behind a copy stored before a backwards step and 19's poll per CQ file crossed, both in 1655531201's run): they
 # hold in the slow tier, with their excuse tests.
@@ -655,3 +657,23 @@ def test_a_message_whose_copy_a_power_failure_tore_comes_back_under_other_ids(mo
     monkeypatch.setattr(invariants, "_came_back_without_its_id", lambda ix, attempt: False)
     violations = _check(result)["at_least_once_redelivery"]["violations"]
     assert {v["msg_id"][-5:] for v in violations} == {"44158", "54E3C"}
+
+
+def test_polls_at_zeroed_files_delay_copies_of_later_polls_too(monkeypatch):
+    """Triaged from 600 generated runs (seeds 940000000-940000599): 4.9.8, the power failure at 45.453 s zeroed
+    level 5's queue files at 60-69 and 70-79 (10 units a file); the polls at 104.03 s and 104.13 s read only zeros,
+    so copies 90 and 91, due at 103.768 s, came at 104.33 s: five polls, two of them the empty ones, which the
+    check had counted only for the poll right after them (104.23 s)."""
+    import model.invariants as invariants
+    from model.invariants import _Index
+
+    result = _run(940000198)
+    assert not _failed(result)
+    events = result.history.events
+    starts = invariants._unmarked_file_starts(_Index(events), context_of(result.world, events))
+    assert starts.get((5, 104_230)) == 2
+    monkeypatch.setattr(invariants, "_unmarked_file_start_polls", lambda ix, ctx: {})
+    late = {v["msg_id"][-4:]: v["explanation"] for v in _check(result)["bounded_lateness"]["violations"]}
+    # without the empty polls: the copies of the poll right after them (80-89, the rule before) and 90, 91
+    assert set(late) == {f"{n:04X}" for n in range(0x29, 0x35)}
+    assert "delivered 562 ms late (bound 411 ms" in late["0033"] and "delivered 562 ms late" in late["0034"]
