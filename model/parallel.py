@@ -26,7 +26,7 @@ import os
 import time
 from array import array
 from collections import deque
-from itertools import compress
+from itertools import compress, islice
 from multiprocessing.connection import wait
 
 from . import por as _por
@@ -50,13 +50,71 @@ class _Job:
         self.canon, self.invariants = canon, invariants
 
 
-def _expand(job: _Job, slice_: list, safe_successor, aid_of: dict, actions: list, produced: list, met: set) -> tuple:
-    """Expand the states of one slice, in order; the successors' canonical states go to ``produced``.
+class _Met:
+    """The fingerprints a worker produced earlier in this level: open addressing with linear probing in an
+    ``array("q")`` (0 = empty; fingerprints are never 0), at most half full after the first growth.
+
+    Why not a ``set``: a set of 64-bit ints costs about 80 bytes a fingerprint (the int object and its slot), and a
+    level of a few million successors made it the largest thing in a worker; this is 16 to 32 bytes. ``_expand``
+    inlines the probe."""
+
+    def __init__(self, capacity: int = 1 << 12) -> None:
+        self.table = array("q", bytes(8 * capacity))
+        self.mask = capacity - 1  # capacity is a power of two
+        self.count = 0
+        self.limit = capacity // 2
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __contains__(self, fp: int) -> bool:
+        table, mask = self.table, self.mask
+        slot = fp & mask
+        while True:
+            v = table[slot]
+            if v == fp:
+                return True
+            if v == 0:
+                return False
+            slot = (slot + 1) & mask
+
+    def add(self, fp: int) -> None:
+        """Store ``fp`` (not stored yet)."""
+        table, mask = self.table, self.mask
+        slot = fp & mask
+        while table[slot]:
+            slot = (slot + 1) & mask
+        table[slot] = fp
+        self.count += 1
+        if self.count > self.limit:
+            self.grow()
+
+    def grow(self) -> None:
+        old = self.table
+        capacity = 2 * (self.mask + 1)
+        self.table = table = array("q", bytes(8 * capacity))
+        self.mask = mask = capacity - 1
+        self.limit = capacity // 2
+        for fp in old:
+            if fp:
+                slot = fp & mask
+                while table[slot]:
+                    slot = (slot + 1) & mask
+                table[slot] = fp
+
+
+_JUDGED = bytes(1 if u != _UNJUDGED else 0 for u in range(256))  # bytes.translate: 1 where a state was kept
+
+
+def _expand(job: _Job, slice_: list, safe_successor, aid_of: dict, actions: list, produced: list, met: _Met) -> tuple:
+    """Expand the states of one slice, in order; the canonical states of the successors it judged go to
+    ``produced`` (the others are ``_UNJUDGED``).
 
     ``met``: the fingerprints this worker produced earlier in this level. The parent walks those earlier successors
-    first, so it finds such a state already known: its safety and pending bit are not computed (``_UNJUDGED``).
+    first, so it finds such a state already known: its safety and pending bit are not computed (``_UNJUDGED``),
+    and it is not kept.
     """
-    met_add = met.add
+    table, tmask, met_count, met_limit = met.table, met.mask, met.count, met.limit
     cfg, symmetry, collapse, reduce = job.cfg, job.symmetry, job.collapse, job.reduce
     canon, invariants = job.canon, job.invariants
     no_canon = canon is identity
@@ -101,12 +159,24 @@ def _expand(job: _Job, slice_: list, safe_successor, aid_of: dict, actions: list
                 aids.append(la)
             fp = hash(c) or 1  # statestore.fingerprint, inlined
             fps.append(fp)
-            if fp in met:  # met earlier in this level: the parent knows it by the time it reaches this one
+            slot = fp & tmask  # _Met's probe, inlined
+            while True:
+                v = table[slot]
+                if v == 0:
+                    break
+                if v == fp:
+                    break
+                slot = (slot + 1) & tmask
+            if v:  # met earlier in this level: the parent knows it by the time it reaches this one
                 pend.append(0)
                 unsafe.append(_UNJUDGED)
-                keep(None)
                 continue
-            met_add(fp)
+            table[slot] = fp
+            met_count += 1
+            if met_count > met_limit:
+                met.count = met_count
+                met.grow()
+                table, tmask, met_limit = met.table, met.mask, met.limit
             pend.append(state_pending if c[4] is state_msgs else is_pending(c))
             if incremental:
                 bad = None if safe_successor(state, c) else check_safety(c, cfg)
@@ -118,6 +188,7 @@ def _expand(job: _Job, slice_: list, safe_successor, aid_of: dict, actions: list
                 unsafe.append(1)
                 bad_of[len(fps) - 1] = bad
             keep(c)
+    met.count = met_count
     return (counts, full_counts, flags, terminal_bad, fps, aids, unsafe, bad_of, pend, actions[first_new_action:])
 
 
@@ -132,34 +203,106 @@ def _serve(conn, job: _Job) -> None:
         conn.send(("error", traceback.format_exc()))
 
 
+def _unpacked(blobs: list):
+    """The states of packed blobs, in order, one blob unpacked at a time."""
+    for blob in blobs:
+        yield from unpack(blob)
+
+
+class _Router:
+    """Packs a worker's new states, in id order, into blobs of at most ``BLOB`` states for the worker that expands
+    them next: ``routes`` are (end, worker) over the new states' indices, ascending, covering them all."""
+
+    def __init__(self, routes: list[tuple[int, int]], blob: int) -> None:
+        self.routes, self.blob = routes, blob
+        self.r = 0  # the route the next state takes
+        self.pos = 0  # the next state's index among the new states
+        self.loose: list = []  # states of route r not packed yet
+        self.blobs: list[tuple[int, bytes]] = []  # (worker, blob), in order
+
+    def add(self, states: list) -> None:
+        while states:
+            end, _ = self.routes[self.r]
+            take = min(len(states), end - self.pos)
+            if take <= 0:
+                raise ValueError(f"new state {self.pos} is on no route: {self.routes}")
+            loose = self.loose
+            loose.extend(states[:take] if take < len(states) else states)
+            states = states[take:] if take < len(states) else []
+            self.pos += take
+            while len(loose) >= self.blob:
+                self._flush(loose[:self.blob])
+                del loose[:self.blob]
+            if self.pos == end:
+                self.close()
+
+    def close(self) -> None:
+        """Pack what is left of the current route and go to the next."""
+        if self.loose:
+            self._flush(self.loose)
+            self.loose = []
+        if self.r < len(self.routes) and self.pos == self.routes[self.r][0]:
+            self.r += 1
+            while self.r < len(self.routes) and self.routes[self.r][0] == self.pos:
+                self.r += 1  # empty routes
+
+    def _flush(self, states: list) -> None:
+        self.blobs.append((self.routes[self.r][1], pack(states)))
+
+
+BLOB = 4096  # states per packed blob of the next level (statestore.CHUNK: the bigger, the fewer bytes a state)
+
+
 def _loop(conn, job: _Job) -> None:
+    """Every state a worker holds between two messages is packed (statestore.pack): the successors it made
+    (``produced``, one blob per part, until the parent says which were new) and its part of the next level
+    (``kept``); the slice it expands is unpacked ``PART`` states at a time."""
     safe_successor = successor_safety(job.cfg)
     aid_of: dict = {}
     actions: list = []
-    produced: list = []  # the last expansion's successors, until the parent says which were new
-    kept: list = []  # this worker's part of the next level (new states in id order)
+    produced: list[tuple[bytes, bytes]] = []  # per part: (the judged successors packed, 1 per successor if judged)
+    kept: list[bytes] = []  # this worker's part of the next level (new states in id order), packed
+    me = -1  # this worker's index in the routes (any index other than the pieces' ones)
     while True:
         message = conn.recv()
         kind = message[0]
         if kind == "expand":
             _, before, after = message
-            slice_ = [s for blob in before for s in unpack(blob)] + kept + [s for blob in after for s in unpack(blob)]
-            kept = []
+            states = _unpacked([*before, *kept, *after])
+            kept = before = after = []
             produced = []
-            met: set = set()
+            met = _Met()
             # In parts, so that the parent walks the first ones while this worker computes the rest.
-            for lo in range(0, max(len(slice_), 1), PART):
-                part = _expand(job, slice_[lo:lo + PART], safe_successor, aid_of, actions, produced, met)
-                last = lo + PART >= len(slice_) or (len(part[2]) and part[2][-1] & _RANK)
-                conn.send((bool(last), part))
+            ahead = list(islice(states, PART))
+            while True:
+                slice_, made = ahead, []
+                part = _expand(job, slice_, safe_successor, aid_of, actions, made, met)
+                produced.append((pack(made), part[6].tobytes().translate(_JUDGED)))
+                del slice_, made
+                ahead = [] if len(part[2]) and part[2][-1] & _RANK else list(islice(states, PART))
+                last = not ahead
+                conn.send((last, part))
                 if last:
                     break
+            del states, met
         elif kind == "commit":
             _, mask, own, pieces = message  # own: (lo, hi) kept here; pieces: [(worker, lo, hi)] handed on
-            new = list(compress(produced, mask))
+            spans = sorted([(own[0], own[1], me)] + [(lo, hi, k) for k, lo, hi in pieces])
+            router = _Router([(hi, k) for lo, hi, k in spans if lo < hi], BLOB)
+            at = 0
+            for blob, judged in produced:
+                n = len(judged)
+                picked = list(compress(unpack(blob), compress(mask[at:at + n], judged)))
+                at += n
+                if picked:
+                    router.add(picked)
+            router.close()
+            if at != len(mask) or router.pos != sum(hi - lo for lo, hi, _ in spans):
+                raise ValueError(f"commit: {len(mask)} mask bytes for {at} successors, "
+                                 f"{router.pos} new states for {spans}")
             produced = []
-            kept = new[own[0]:own[1]]
-            conn.send([(k, pack(new[lo:hi])) for k, lo, hi in pieces])
+            kept = [blob for k, blob in router.blobs if k == me]
+            conn.send([(k, blob) for k, blob in router.blobs if k != me])
         else:  # stop: report what this process cost
             import resource
 
