@@ -203,81 +203,124 @@ def _serve(conn, job: _Job) -> None:
         conn.send(("error", traceback.format_exc()))
 
 
-def _unpacked(blobs: list):
-    """The states of packed blobs, in order, one blob unpacked at a time."""
-    for blob in blobs:
-        yield from unpack(blob)
+def _states(items: deque):
+    """The states of a slice's items, in order, taking each item off ``items`` when it is read: a list of states,
+    or ``(blob, selection)``: the states ``pack`` packed in ``blob``, those whose byte in ``selection`` is 1."""
+    while items:
+        item = items.popleft()
+        if type(item) is list:
+            yield from item
+        else:
+            blob, selection = item
+            yield from unpack(blob) if selection is None else compress(unpack(blob), selection)
 
 
 class _Router:
-    """Packs a worker's new states, in id order, into blobs of at most ``BLOB`` states for the worker that expands
-    them next: ``routes`` are (end, worker) over the new states' indices, ascending, covering them all."""
+    """Hands a worker's new states on, in id order, to the worker that expands them next: ``routes`` are
+    (end, worker) over the new states' indices, ascending, covering them all. The new states of a part come as
+    a list (``loose``) or as its packed blob and which of its states are new (``packed``, never unpacked here);
+    the items are then a list of states, or ``(blob, selection)``, a blob that two routes share going to both
+    with its own selection each."""
 
-    def __init__(self, routes: list[tuple[int, int]], blob: int) -> None:
-        self.routes, self.blob = routes, blob
+    def __init__(self, routes: list[tuple[int, int]]) -> None:
+        self.routes = routes
         self.r = 0  # the route the next state takes
         self.pos = 0  # the next state's index among the new states
-        self.loose: list = []  # states of route r not packed yet
-        self.blobs: list[tuple[int, bytes]] = []  # (worker, blob), in order
+        self.items: list[tuple[int, object]] = []  # (worker, item), in order
 
-    def add(self, states: list) -> None:
+    def _take(self, want: int) -> tuple[int, int]:
+        """How many of ``want`` next states stay on the current route, and its worker."""
+        while self.r < len(self.routes) and self.routes[self.r][0] <= self.pos:
+            self.r += 1  # ended (or empty) routes
+        if self.r == len(self.routes):
+            raise ValueError(f"new state {self.pos} is on no route: {self.routes}")
+        end, worker = self.routes[self.r]
+        return min(want, end - self.pos), worker
+
+    def loose(self, states: list) -> None:
         while states:
-            end, _ = self.routes[self.r]
-            take = min(len(states), end - self.pos)
-            if take <= 0:
-                raise ValueError(f"new state {self.pos} is on no route: {self.routes}")
-            loose = self.loose
-            loose.extend(states[:take] if take < len(states) else states)
-            states = states[take:] if take < len(states) else []
+            take, worker = self._take(len(states))
+            if take == len(states):
+                self.items.append((worker, states))
+                states = []
+            else:
+                self.items.append((worker, states[:take]))
+                states = states[take:]
             self.pos += take
-            while len(loose) >= self.blob:
-                self._flush(loose[:self.blob])
-                del loose[:self.blob]
-            if self.pos == end:
-                self.close()
 
-    def close(self) -> None:
-        """Pack what is left of the current route and go to the next."""
-        if self.loose:
-            self._flush(self.loose)
-            self.loose = []
-        if self.r < len(self.routes) and self.pos == self.routes[self.r][0]:
-            self.r += 1
-            while self.r < len(self.routes) and self.routes[self.r][0] == self.pos:
-                self.r += 1  # empty routes
+    def packed(self, blob: bytes, selection: bytes) -> None:
+        left = selection.count(1)
+        start = 0
+        while left:
+            take, worker = self._take(left)
+            if take == left:
+                cut = len(selection)
+            else:
+                cut = start
+                for _ in range(take):
+                    cut = selection.index(1, cut) + 1
+            self.items.append((worker, (blob, bytes(start) + selection[start:cut] + bytes(len(selection) - cut))))
+            self.pos += take
+            left -= take
+            start = cut
 
-    def _flush(self, states: list) -> None:
-        self.blobs.append((self.routes[self.r][1], pack(states)))
+    def sent(self, me: int, blob_states: int) -> tuple[list, list]:
+        """(this worker's items, [(worker, item)] for the others): the lists of states handed on are packed first, in
+        blobs of at most ``blob_states``."""
+        kept, pieces = [], []
+        loose: list = []
+        for at, (worker, item) in enumerate(self.items):
+            if worker == me:
+                kept.append(item)
+                continue
+            if type(item) is not list:
+                pieces.append((worker, item))
+                continue
+            loose.extend(item)
+            if at + 1 < len(self.items) and self.items[at + 1][0] == worker and type(self.items[at + 1][1]) is list:
+                continue  # the next item goes on with this list
+            for lo in range(0, len(loose), blob_states):
+                pieces.append((worker, (pack(loose[lo:lo + blob_states]), None)))
+            loose = []
+        return kept, pieces
 
 
-BLOB = 4096  # states per packed blob of the next level (statestore.CHUNK: the bigger, the fewer bytes a state)
+BLOB = 4096  # states per packed blob handed on (statestore.CHUNK: the bigger, the fewer bytes a state)
+LOOSE = 1 << 15  # successors a worker keeps unpacked per level before it packs them (packing costs 4-8 us a state)
 
 
 def _loop(conn, job: _Job) -> None:
-    """Every state a worker holds between two messages is packed (statestore.pack): the successors it made
-    (``produced``, one blob per part, until the parent says which were new) and its part of the next level
-    (``kept``); the slice it expands is unpacked ``PART`` states at a time."""
+    """Past ``LOOSE`` states, every state a worker holds between two messages is packed (statestore.pack) once:
+    the successors it judged, a blob per part, stay in that blob until the level after next expands them; the
+    commit only picks which of them are new (a selection byte each). The slice is unpacked a blob at a time."""
     safe_successor = successor_safety(job.cfg)
     aid_of: dict = {}
     actions: list = []
-    produced: list[tuple[bytes, bytes]] = []  # per part: (the judged successors packed, 1 per successor if judged)
-    kept: list[bytes] = []  # this worker's part of the next level (new states in id order), packed
-    me = -1  # this worker's index in the routes (any index other than the pieces' ones)
+    produced: list[tuple[list | bytes, bytes]] = []  # per part: (the judged successors, loose or packed; judged)
+    kept: list = []  # this worker's part of the next level (new states in id order), as _states' items
+    me = -1  # this worker in its routes (no worker's index)
     while True:
         message = conn.recv()
         kind = message[0]
         if kind == "expand":
             _, before, after = message
-            states = _unpacked([*before, *kept, *after])
+            states = _states(deque([*before, *kept, *after]))
             kept = before = after = []
             produced = []
+            loose = 0  # judged successors kept unpacked in this level
             met = _Met()
             # In parts, so that the parent walks the first ones while this worker computes the rest.
             ahead = list(islice(states, PART))
             while True:
                 slice_, made = ahead, []
                 part = _expand(job, slice_, safe_successor, aid_of, actions, made, met)
-                produced.append((pack(made), part[6].tobytes().translate(_JUDGED)))
+                judged = part[6].tobytes().translate(_JUDGED)
+                if loose + len(made) <= LOOSE:
+                    loose += len(made)
+                    produced.append((made, judged))
+                else:
+                    loose = LOOSE + 1  # from here on, this level packs
+                    produced.append((pack(made), judged))
                 del slice_, made
                 ahead = [] if len(part[2]) and part[2][-1] & _RANK else list(islice(states, PART))
                 last = not ahead
@@ -288,21 +331,23 @@ def _loop(conn, job: _Job) -> None:
         elif kind == "commit":
             _, mask, own, pieces = message  # own: (lo, hi) kept here; pieces: [(worker, lo, hi)] handed on
             spans = sorted([(own[0], own[1], me)] + [(lo, hi, k) for k, lo, hi in pieces])
-            router = _Router([(hi, k) for lo, hi, k in spans if lo < hi], BLOB)
+            router = _Router([(hi, k) for lo, hi, k in spans if lo < hi])
             at = 0
-            for blob, judged in produced:
+            for states, judged in produced:
                 n = len(judged)
-                picked = list(compress(unpack(blob), compress(mask[at:at + n], judged)))
+                selection = bytes(compress(mask[at:at + n], judged))
                 at += n
-                if picked:
-                    router.add(picked)
-            router.close()
+                if type(states) is list:
+                    router.loose(list(compress(states, selection)))
+                else:
+                    router.packed(states, selection)
             if at != len(mask) or router.pos != sum(hi - lo for lo, hi, _ in spans):
                 raise ValueError(f"commit: {len(mask)} mask bytes for {at} successors, "
                                  f"{router.pos} new states for {spans}")
             produced = []
-            kept = [blob for k, blob in router.blobs if k == me]
-            conn.send([(k, blob) for k, blob in router.blobs if k != me])
+            kept, handed = router.sent(me, BLOB)
+            del router
+            conn.send(handed)
         else:  # stop: report what this process cost
             import resource
 
@@ -436,7 +481,7 @@ def explore(cfg: ModelConfig, *, workers: int, symmetry: bool, fairness: bool, m
             procs.append(proc)
         amaps: list[list[int]] = [[] for _ in range(workers)]  # per worker: its action index -> the graph's id
         wactions: list[list] = [[] for _ in range(workers)]
-        incoming: list[tuple[list, list]] = [([pack([s0])] if k == 0 else [], []) for k in range(workers)]
+        incoming: list[tuple[list, list]] = [([(pack([s0]), None)] if k == 0 else [], []) for k in range(workers)]
         fps_, slots, capacity = seen.fps, seen.slots, seen.capacity
         depth_append = depth.append
         i = 0
