@@ -303,17 +303,18 @@ def _loop(conn, job: _Job) -> None:
         message = conn.recv()
         kind = message[0]
         if kind == "expand":
-            _, before, after = message
+            _, before, after, size = message  # size: the states of this slice
             states = _states(deque([*before, *kept, *after]))
             kept = before = after = []
             produced = []
             loose = 0  # judged successors kept unpacked in this level
             met = _Met()
-            # In parts, so that the parent walks the first ones while this worker computes the rest.
-            ahead = list(islice(states, PART))
-            while True:
-                slice_, made = ahead, []
+            # In parts, so that the parent walks the first ones while this worker computes the rest (and packs).
+            for lo in range(0, max(size, 1), PART):
+                slice_, made = list(islice(states, PART)), []
                 part = _expand(job, slice_, safe_successor, aid_of, actions, made, met)
+                last = lo + PART >= size or bool(len(part[2]) and part[2][-1] & _RANK)
+                conn.send((last, part))
                 judged = part[6].tobytes().translate(_JUDGED)
                 if loose + len(made) <= LOOSE:
                     loose += len(made)
@@ -322,9 +323,6 @@ def _loop(conn, job: _Job) -> None:
                     loose = LOOSE + 1  # from here on, this level packs
                     produced.append((pack(made), judged))
                 del slice_, made
-                ahead = [] if len(part[2]) and part[2][-1] & _RANK else list(islice(states, PART))
-                last = not ahead
-                conn.send((last, part))
                 if last:
                     break
             del states, met
@@ -482,7 +480,8 @@ def explore(cfg: ModelConfig, *, workers: int, symmetry: bool, fairness: bool, m
         amaps: list[list[int]] = [[] for _ in range(workers)]  # per worker: its action index -> the graph's id
         wactions: list[list] = [[] for _ in range(workers)]
         incoming: list[tuple[list, list]] = [([(pack([s0]), None)] if k == 0 else [], []) for k in range(workers)]
-        fps_, slots, capacity = seen.fps, seen.slots, seen.capacity
+        sizes = [1] + [0] * (workers - 1)  # the states each worker expands in this level
+        fps_, slots, capacity, grow_at = seen.fps, seen.slots, seen.capacity, seen.limit
         depth_append = depth.append
         i = 0
         level = 0
@@ -493,7 +492,7 @@ def explore(cfg: ModelConfig, *, workers: int, symmetry: bool, fairness: bool, m
         inbox = _Inbox(conns)
         while not stop:
             for k, conn in enumerate(conns):
-                conn.send(("expand", incoming[k][0], incoming[k][1]))
+                conn.send(("expand", incoming[k][0], incoming[k][1], sizes[k]))
             inbox.start()
             next_depth = level + 1
             masks: list[list[bytearray]] = [[] for _ in range(workers)]
@@ -543,8 +542,12 @@ def explore(cfg: ModelConfig, *, workers: int, symmetry: bool, fairness: bool, m
                                     slot = 0
                             if j < 0:
                                 j = len(parent)
-                                if seen.insert(slot, fp, j):
-                                    slots, capacity = seen.slots, seen.capacity
+                                if j < grow_at:
+                                    seen.insert(slot, fp, j)
+                                else:  # the table grows: let it free the old slots before it fills the new ones
+                                    slots = None
+                                    seen.insert(slot, fp, j)
+                                    slots, grow_at = seen.slots, seen.limit
                                 parent.append(i)
                                 parent_action.append(aid)
                                 depth_append(next_depth)
@@ -614,6 +617,7 @@ def explore(cfg: ModelConfig, *, workers: int, symmetry: bool, fairness: bool, m
                         pieces.append((w, lo - lo_k, hi - lo_k))
                 conn.send(("commit", b"".join(masks[k]), own, pieces))
             incoming = [([], []) for _ in range(workers)]
+            sizes = [hi - lo for lo, hi in zip(bounds, bounds[1:])]
             for k, conn in enumerate(conns):
                 for w, blob in _received(conn):
                     incoming[w][0 if k < w else 1].append(blob)
