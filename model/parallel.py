@@ -547,7 +547,7 @@ def explore(cfg: ModelConfig, *, workers: int, symmetry: bool, fairness: bool, m
                                 else:  # the table grows: let it free the old slots before it fills the new ones
                                     slots = None
                                     seen.insert(slot, fp, j)
-                                    slots, grow_at = seen.slots, seen.limit
+                                    slots, capacity, grow_at = seen.slots, seen.capacity, seen.limit
                                 parent.append(i)
                                 parent_action.append(aid)
                                 depth_append(next_depth)
