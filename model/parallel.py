@@ -11,6 +11,12 @@ The parent walks those results in frontier order doing what model/checker.py's l
 The new states stay in the worker that made them; before the next level the parent moves packed pieces
 (statestore.pack) between workers so that the slices are again equal, forwarding bytes it never unpacks.
 
+Memory: a worker holds its states packed (past ``LOOSE`` a level), about 5-9 bytes a state instead of a few
+hundred as tuples: the successors it judged are packed once per part, right after they are made, and stay in
+that blob until they are expanded; the commit only picks the new ones (a selection byte each, a blob cut
+between two slices going to both); the slice is unpacked a blob at a time. The fingerprints met in a level are
+an array table (``_Met``). What grows with the search is then the parent's columns (about 22 bytes a state).
+
 A design that partitions states by fingerprint (each worker owns ``fp mod N``) would spare the parent's walk,
 but hands out ids in an order that depends on N; this one keeps the serial numbering.
 
@@ -43,20 +49,23 @@ _UNJUDGED = 2  # a successor's safety verdict: not computed (see ``_expand``'s `
 
 
 class _Job:
-    """What every worker needs, fixed for one search (inherited through fork, never pickled)."""
+    """What every worker needs, fixed for one search (inherited through fork, never pickled). ``remake``: a
+    fresh ``canon`` (None when it keeps nothing), for ``_loop`` to drop the memos model/retire.py's
+    representative keeps."""
 
-    def __init__(self, cfg: ModelConfig, symmetry: bool, collapse: bool, reduce: bool, canon, invariants) -> None:
+    def __init__(self, cfg: ModelConfig, symmetry: bool, collapse: bool, reduce: bool, canon, invariants,
+                 remake=None) -> None:
         self.cfg, self.symmetry, self.collapse, self.reduce = cfg, symmetry, collapse, reduce
-        self.canon, self.invariants = canon, invariants
+        self.canon, self.invariants, self.remake = canon, invariants, remake
 
 
 class _Met:
     """The fingerprints a worker produced earlier in this level: open addressing with linear probing in an
-    ``array("q")`` (0 = empty; fingerprints are never 0), at most half full after the first growth.
+    ``array("q")`` (0 = empty; fingerprints are never 0), a power of two slots, at most half full.
 
-    Why not a ``set``: a set of 64-bit ints costs about 80 bytes a fingerprint (the int object and its slot), and a
-    level of a few million successors made it the largest thing in a worker; this is 16 to 32 bytes. ``_expand``
-    inlines the probe."""
+    Why not a ``set``: a set of 64-bit ints costs about 74 bytes a fingerprint (a 40-byte int object and 34 bytes
+    of table, measured), and a level of millions of successors makes that a worker's largest structure; this is
+    16 to 32 bytes. ``_expand`` inlines the probe."""
 
     def __init__(self, capacity: int = 1 << 12) -> None:
         self.table = array("q", bytes(8 * capacity))
@@ -287,6 +296,10 @@ class _Router:
 
 BLOB = 4096  # states per packed blob handed on (statestore.CHUNK: the bigger, the fewer bytes a state)
 LOOSE = 1 << 15  # successors a worker keeps unpacked per level before it packs them (packing costs 4-8 us a state)
+# model/retire.py's representative memoises the parts it met, with no bound: about 64 bytes a state reached on m3/c1
+# (measured: 61 MiB after 1 M states), in every worker. A worker starts a level with a fresh one (a pure memo: the
+# same states) once it has expanded RENEW states with the old one.
+RENEW = 1 << 20
 
 
 def _loop(conn, job: _Job) -> None:
@@ -299,11 +312,15 @@ def _loop(conn, job: _Job) -> None:
     produced: list[tuple[list | bytes, bytes]] = []  # per part: (the judged successors, loose or packed; judged)
     kept: list = []  # this worker's part of the next level (new states in id order), as _states' items
     me = -1  # this worker in its routes (no worker's index)
+    expanded = 0  # states expanded with this job.canon
     while True:
         message = conn.recv()
         kind = message[0]
         if kind == "expand":
             _, before, after, size = message  # size: the states of this slice
+            if job.remake is not None and expanded >= RENEW:
+                job.canon, expanded = job.remake(), 0
+            expanded += size
             states = _states(deque([*before, *kept, *after]))
             kept = before = after = []
             produced = []
@@ -464,7 +481,11 @@ def explore(cfg: ModelConfig, *, workers: int, symmetry: bool, fairness: bool, m
     if bad is not None:
         fail(bad[0], "safety", bad[1], 0)
 
-    job = _Job(cfg, symmetry, collapse, reduce, canon, invariants)
+    remake = None
+    if representative is not None:
+        def remake():
+            return _then(_retire.reducer(cfg, retire, compact), renaming)
+    job = _Job(cfg, symmetry, collapse, reduce, canon, invariants, remake)
     context = multiprocessing.get_context("fork")
     conns, procs = [], []
     worker_cpu = 0.0

@@ -116,8 +116,9 @@ def test_the_progress_bar_hears_what_it_hears_from_the_serial_search():
 @pytest.mark.parametrize("name", ["m1c1-clean", "m1c1-dlq_keeps_delay", "m2c0"])
 def test_packed_workers_find_what_the_serial_search_recorded(monkeypatch, name, loose):
     """Small parts, blobs and loose budget: every level spans many parts, packed (or some loose, then packed), and
-    the blobs handed on are cut between routes: the forked workers inherit the patched constants. The parent's
-    fingerprint table starts small, so that it grows many times during the walk."""
+    the blobs handed on are cut between routes: the forked workers inherit the patched constants. The workers
+    remake their canonical form every level; the parent's fingerprint table starts small, so that it grows many
+    times during the walk."""
     import model.parallel as parallel
     from model.statestore import FingerprintSet
 
@@ -125,6 +126,7 @@ def test_packed_workers_find_what_the_serial_search_recorded(monkeypatch, name, 
     monkeypatch.setattr(parallel, "PART", 16)
     monkeypatch.setattr(parallel, "BLOB", 7)
     monkeypatch.setattr(parallel, "LOOSE", loose)
+    monkeypatch.setattr(parallel, "RENEW", 0)  # a fresh retire memo every level
     case = RECORDED[name]
     for workers in (2, 3):
         assert record(case["bounds"], {**case["options"], "workers": workers}) == case["found"]
