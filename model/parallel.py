@@ -297,14 +297,14 @@ class _Router:
 BLOB = 4096  # states per packed blob handed on (statestore.CHUNK: the bigger, the fewer bytes a state)
 LOOSE = 1 << 15  # successors a worker keeps unpacked per level before it packs them (packing costs 4-8 us a state)
 # model/retire.py's representative memoises the parts it met, with no bound: about 64 bytes a state reached on m3/c1
-# (measured: 61 MiB after 1 M states), in every worker. A worker starts a level with a fresh one (a pure memo: the
-# same states) once it has expanded RENEW states with the old one.
-RENEW = 1 << 20
+# (measured: 61 MiB after 1 M states), in every worker, where it grew by some 150 MiB a level at depth 23. A worker
+# takes a fresh one (a pure memo: the same states) for its next part once it has expanded RENEW states with the old.
+RENEW = 1 << 16
 
 
 def _loop(conn, job: _Job) -> None:
     """Past ``LOOSE`` states, every state a worker holds between two messages is packed (statestore.pack) once:
-    the successors it judged, a blob per part, stay in that blob until the level after next expands them; the
+    the successors it judged, a blob per part, stay in that blob until the next level expands them; the
     commit only picks which of them are new (a selection byte each). The slice is unpacked a blob at a time."""
     safe_successor = successor_safety(job.cfg)
     aid_of: dict = {}
@@ -318,9 +318,6 @@ def _loop(conn, job: _Job) -> None:
         kind = message[0]
         if kind == "expand":
             _, before, after, size = message  # size: the states of this slice
-            if job.remake is not None and expanded >= RENEW:
-                job.canon, expanded = job.remake(), 0
-            expanded += size
             states = _states(deque([*before, *kept, *after]))
             kept = before = after = []
             produced = []
@@ -328,7 +325,10 @@ def _loop(conn, job: _Job) -> None:
             met = _Met()
             # In parts, so that the parent walks the first ones while this worker computes the rest (and packs).
             for lo in range(0, max(size, 1), PART):
+                if job.remake is not None and expanded >= RENEW:
+                    job.canon, expanded = job.remake(), 0
                 slice_, made = list(islice(states, PART)), []
+                expanded += len(slice_)
                 part = _expand(job, slice_, safe_successor, aid_of, actions, made, met)
                 last = lo + PART >= size or bool(len(part[2]) and part[2][-1] & _RANK)
                 conn.send((last, part))
