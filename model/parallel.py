@@ -638,7 +638,7 @@ def explore(cfg: ModelConfig, *, workers: int, symmetry: bool, fairness: bool, m
                         pieces.append((w, lo - lo_k, hi - lo_k))
                 conn.send(("commit", b"".join(masks[k]), own, pieces))
             incoming = [([], []) for _ in range(workers)]
-            sizes = [hi - lo for lo, hi in zip(bounds, bounds[1:])]
+            sizes = [bounds[k + 1] - bounds[k] for k in range(workers)]
             for k, conn in enumerate(conns):
                 for w, blob in _received(conn):
                     incoming[w][0 if k < w else 1].append(blob)
