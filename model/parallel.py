@@ -11,6 +11,12 @@ The parent walks those results in frontier order doing what model/checker.py's l
 The new states stay in the worker that made them; before the next level the parent moves packed pieces
 (statestore.pack) between workers so that the slices are again equal, forwarding bytes it never unpacks.
 
+Memory: a worker holds its states packed (past ``LOOSE`` a level), about 5-9 bytes a state instead of a few
+hundred as tuples: the successors it judged are packed once per part, right after they are made, and stay in
+that blob until they are expanded; the commit only picks the new ones (a selection byte each, a blob cut
+between two slices going to both); the slice is unpacked a blob at a time. The fingerprints met in a level are
+an array table (``_Met``). What grows with the search is then the parent's columns (about 22 bytes a state).
+
 A design that partitions states by fingerprint (each worker owns ``fp mod N``) would spare the parent's walk,
 but hands out ids in an order that depends on N; this one keeps the serial numbering.
 
@@ -26,7 +32,7 @@ import os
 import time
 from array import array
 from collections import deque
-from itertools import compress
+from itertools import compress, islice
 from multiprocessing.connection import wait
 
 from . import por as _por
@@ -43,20 +49,81 @@ _UNJUDGED = 2  # a successor's safety verdict: not computed (see ``_expand``'s `
 
 
 class _Job:
-    """What every worker needs, fixed for one search (inherited through fork, never pickled)."""
+    """What every worker needs, fixed for one search (inherited through fork, never pickled). ``remake``: a
+    fresh ``canon`` (None when it keeps nothing), for ``_loop`` to drop the memos model/retire.py's
+    representative keeps."""
 
-    def __init__(self, cfg: ModelConfig, symmetry: bool, collapse: bool, reduce: bool, canon, invariants) -> None:
+    def __init__(self, cfg: ModelConfig, symmetry: bool, collapse: bool, reduce: bool, canon, invariants,
+                 remake=None) -> None:
         self.cfg, self.symmetry, self.collapse, self.reduce = cfg, symmetry, collapse, reduce
-        self.canon, self.invariants = canon, invariants
+        self.canon, self.invariants, self.remake = canon, invariants, remake
 
 
-def _expand(job: _Job, slice_: list, safe_successor, aid_of: dict, actions: list, produced: list, met: set) -> tuple:
-    """Expand the states of one slice, in order; the successors' canonical states go to ``produced``.
+class _Met:
+    """The fingerprints a worker produced earlier in this level: open addressing with linear probing in an
+    ``array("q")`` (0 = empty; fingerprints are never 0), a power of two slots, at most half full.
+
+    Why not a ``set``: a set of 64-bit ints costs about 74 bytes a fingerprint (a 40-byte int object and 34 bytes
+    of table, measured), and a level of millions of successors makes that a worker's largest structure; this is
+    16 to 32 bytes. ``_expand`` inlines the probe."""
+
+    def __init__(self, capacity: int = 1 << 12) -> None:
+        self.table = array("q", bytes(8 * capacity))
+        self.mask = capacity - 1  # capacity is a power of two
+        self.count = 0
+        self.limit = capacity // 2
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __contains__(self, fp: int) -> bool:
+        table, mask = self.table, self.mask
+        slot = fp & mask
+        while True:
+            v = table[slot]
+            if v == fp:
+                return True
+            if v == 0:
+                return False
+            slot = (slot + 1) & mask
+
+    def add(self, fp: int) -> None:
+        """Store ``fp`` (not stored yet)."""
+        table, mask = self.table, self.mask
+        slot = fp & mask
+        while table[slot]:
+            slot = (slot + 1) & mask
+        table[slot] = fp
+        self.count += 1
+        if self.count > self.limit:
+            self.grow()
+
+    def grow(self) -> None:
+        old = self.table
+        capacity = 2 * (self.mask + 1)
+        self.table = table = array("q", bytes(8 * capacity))
+        self.mask = mask = capacity - 1
+        self.limit = capacity // 2
+        for fp in old:
+            if fp:
+                slot = fp & mask
+                while table[slot]:
+                    slot = (slot + 1) & mask
+                table[slot] = fp
+
+
+_JUDGED = bytes(1 if u != _UNJUDGED else 0 for u in range(256))  # bytes.translate: 1 where a state was kept
+
+
+def _expand(job: _Job, slice_: list, safe_successor, aid_of: dict, actions: list, produced: list, met: _Met) -> tuple:
+    """Expand the states of one slice, in order; the canonical states of the successors it judged go to
+    ``produced`` (the others are ``_UNJUDGED``).
 
     ``met``: the fingerprints this worker produced earlier in this level. The parent walks those earlier successors
-    first, so it finds such a state already known: its safety and pending bit are not computed (``_UNJUDGED``).
+    first, so it finds such a state already known: its safety and pending bit are not computed (``_UNJUDGED``),
+    and it is not kept.
     """
-    met_add = met.add
+    table, tmask, met_count, met_limit = met.table, met.mask, met.count, met.limit
     cfg, symmetry, collapse, reduce = job.cfg, job.symmetry, job.collapse, job.reduce
     canon, invariants = job.canon, job.invariants
     no_canon = canon is identity
@@ -101,12 +168,24 @@ def _expand(job: _Job, slice_: list, safe_successor, aid_of: dict, actions: list
                 aids.append(la)
             fp = hash(c) or 1  # statestore.fingerprint, inlined
             fps.append(fp)
-            if fp in met:  # met earlier in this level: the parent knows it by the time it reaches this one
+            slot = fp & tmask  # _Met's probe, inlined
+            while True:
+                v = table[slot]
+                if v == 0:
+                    break
+                if v == fp:
+                    break
+                slot = (slot + 1) & tmask
+            if v:  # met earlier in this level: the parent knows it by the time it reaches this one
                 pend.append(0)
                 unsafe.append(_UNJUDGED)
-                keep(None)
                 continue
-            met_add(fp)
+            table[slot] = fp
+            met_count += 1
+            if met_count > met_limit:
+                met.count = met_count
+                met.grow()
+                table, tmask, met_limit = met.table, met.mask, met.limit
             pend.append(state_pending if c[4] is state_msgs else is_pending(c))
             if incremental:
                 bad = None if safe_successor(state, c) else check_safety(c, cfg)
@@ -118,6 +197,7 @@ def _expand(job: _Job, slice_: list, safe_successor, aid_of: dict, actions: list
                 unsafe.append(1)
                 bad_of[len(fps) - 1] = bad
             keep(c)
+    met.count = met_count
     return (counts, full_counts, flags, terminal_bad, fps, aids, unsafe, bad_of, pend, actions[first_new_action:])
 
 
@@ -132,34 +212,157 @@ def _serve(conn, job: _Job) -> None:
         conn.send(("error", traceback.format_exc()))
 
 
+def _states(items: deque):
+    """The states of a slice's items, in order, taking each item off ``items`` when it is read: a list of states,
+    or ``(blob, selection)``: the states ``pack`` packed in ``blob``, those whose byte in ``selection`` is 1."""
+    while items:
+        item = items.popleft()
+        if type(item) is list:
+            yield from item
+        else:
+            blob, selection = item
+            yield from unpack(blob) if selection is None else compress(unpack(blob), selection)
+
+
+class _Router:
+    """Hands a worker's new states on, in id order, to the worker that expands them next: ``routes`` are
+    (end, worker) over the new states' indices, ascending, covering them all. The new states of a part come as
+    a list (``loose``) or as its packed blob and which of its states are new (``packed``, never unpacked here);
+    the items are then a list of states, or ``(blob, selection)``, a blob that two routes share going to both
+    with its own selection each."""
+
+    def __init__(self, routes: list[tuple[int, int]]) -> None:
+        self.routes = routes
+        self.r = 0  # the route the next state takes
+        self.pos = 0  # the next state's index among the new states
+        self.items: list[tuple[int, object]] = []  # (worker, item), in order
+
+    def _take(self, want: int) -> tuple[int, int]:
+        """How many of ``want`` next states stay on the current route, and its worker."""
+        while self.r < len(self.routes) and self.routes[self.r][0] <= self.pos:
+            self.r += 1  # ended (or empty) routes
+        if self.r == len(self.routes):
+            raise ValueError(f"new state {self.pos} is on no route: {self.routes}")
+        end, worker = self.routes[self.r]
+        return min(want, end - self.pos), worker
+
+    def loose(self, states: list) -> None:
+        while states:
+            take, worker = self._take(len(states))
+            if take == len(states):
+                self.items.append((worker, states))
+                states = []
+            else:
+                self.items.append((worker, states[:take]))
+                states = states[take:]
+            self.pos += take
+
+    def packed(self, blob: bytes, selection: bytes) -> None:
+        left = selection.count(1)
+        start = 0
+        while left:
+            take, worker = self._take(left)
+            if take == left:
+                cut = len(selection)
+            else:
+                cut = start
+                for _ in range(take):
+                    cut = selection.index(1, cut) + 1
+            self.items.append((worker, (blob, bytes(start) + selection[start:cut] + bytes(len(selection) - cut))))
+            self.pos += take
+            left -= take
+            start = cut
+
+    def sent(self, me: int, blob_states: int) -> tuple[list, list]:
+        """(this worker's items, [(worker, item)] for the others): the lists of states handed on are packed first, in
+        blobs of at most ``blob_states``."""
+        kept, pieces = [], []
+        loose: list = []
+        for at, (worker, item) in enumerate(self.items):
+            if worker == me:
+                kept.append(item)
+                continue
+            if type(item) is not list:
+                pieces.append((worker, item))
+                continue
+            loose.extend(item)
+            if at + 1 < len(self.items) and self.items[at + 1][0] == worker and type(self.items[at + 1][1]) is list:
+                continue  # the next item goes on with this list
+            for lo in range(0, len(loose), blob_states):
+                pieces.append((worker, (pack(loose[lo:lo + blob_states]), None)))
+            loose = []
+        return kept, pieces
+
+
+BLOB = 4096  # states per packed blob handed on (statestore.CHUNK: the bigger, the fewer bytes a state)
+LOOSE = 1 << 15  # successors a worker keeps unpacked per level before it packs them (packing costs 4-8 us a state)
+# model/retire.py's representative memoises the parts it met, with no bound: about 64 bytes a state reached on m3/c1
+# (measured: 61 MiB after 1 M states), in every worker, where it grew by some 150 MiB a level at depth 23. A worker
+# takes a fresh one (a pure memo: the same states) for its next part once it has expanded RENEW states with the old.
+RENEW = 1 << 16
+
+
 def _loop(conn, job: _Job) -> None:
+    """Past ``LOOSE`` states, every state a worker holds between two messages is packed (statestore.pack) once:
+    the successors it judged, a blob per part, stay in that blob until the next level expands them; the
+    commit only picks which of them are new (a selection byte each). The slice is unpacked a blob at a time."""
     safe_successor = successor_safety(job.cfg)
     aid_of: dict = {}
     actions: list = []
-    produced: list = []  # the last expansion's successors, until the parent says which were new
-    kept: list = []  # this worker's part of the next level (new states in id order)
+    produced: list[tuple[list | bytes, bytes]] = []  # per part: (the judged successors, loose or packed; judged)
+    kept: list = []  # this worker's part of the next level (new states in id order), as _states' items
+    me = -1  # this worker in its routes (no worker's index)
+    expanded = 0  # states expanded with this job.canon
     while True:
         message = conn.recv()
         kind = message[0]
         if kind == "expand":
-            _, before, after = message
-            slice_ = [s for blob in before for s in unpack(blob)] + kept + [s for blob in after for s in unpack(blob)]
-            kept = []
+            _, before, after, size = message  # size: the states of this slice
+            states = _states(deque([*before, *kept, *after]))
+            kept = before = after = []
             produced = []
-            met: set = set()
-            # In parts, so that the parent walks the first ones while this worker computes the rest.
-            for lo in range(0, max(len(slice_), 1), PART):
-                part = _expand(job, slice_[lo:lo + PART], safe_successor, aid_of, actions, produced, met)
-                last = lo + PART >= len(slice_) or (len(part[2]) and part[2][-1] & _RANK)
-                conn.send((bool(last), part))
+            loose = 0  # judged successors kept unpacked in this level
+            met = _Met()
+            # In parts, so that the parent walks the first ones while this worker computes the rest (and packs).
+            for lo in range(0, max(size, 1), PART):
+                if job.remake is not None and expanded >= RENEW:
+                    job.canon, expanded = job.remake(), 0
+                slice_, made = list(islice(states, PART)), []
+                expanded += len(slice_)
+                part = _expand(job, slice_, safe_successor, aid_of, actions, made, met)
+                last = lo + PART >= size or bool(len(part[2]) and part[2][-1] & _RANK)
+                conn.send((last, part))
+                judged = part[6].tobytes().translate(_JUDGED)
+                if loose + len(made) <= LOOSE:
+                    loose += len(made)
+                    produced.append((made, judged))
+                else:
+                    loose = LOOSE + 1  # from here on, this level packs
+                    produced.append((pack(made), judged))
+                del slice_, made
                 if last:
                     break
+            del states, met
         elif kind == "commit":
             _, mask, own, pieces = message  # own: (lo, hi) kept here; pieces: [(worker, lo, hi)] handed on
-            new = list(compress(produced, mask))
+            spans = sorted([(own[0], own[1], me)] + [(lo, hi, k) for k, lo, hi in pieces])
+            router = _Router([(hi, k) for lo, hi, k in spans if lo < hi])
+            at = 0
+            for states, judged in produced:
+                n = len(judged)
+                selection = bytes(compress(mask[at:at + n], judged))
+                at += n
+                if type(states) is list:
+                    router.loose(list(compress(states, selection)))
+                else:
+                    router.packed(states, selection)
+            if at != len(mask) or router.pos != sum(hi - lo for lo, hi, _ in spans):
+                raise ValueError(f"commit: {len(mask)} mask bytes for {at} successors, "
+                                 f"{router.pos} new states for {spans}")
             produced = []
-            kept = new[own[0]:own[1]]
-            conn.send([(k, pack(new[lo:hi])) for k, lo, hi in pieces])
+            kept, handed = router.sent(me, BLOB)
+            del router
+            conn.send(handed)
         else:  # stop: report what this process cost
             import resource
 
@@ -278,7 +481,11 @@ def explore(cfg: ModelConfig, *, workers: int, symmetry: bool, fairness: bool, m
     if bad is not None:
         fail(bad[0], "safety", bad[1], 0)
 
-    job = _Job(cfg, symmetry, collapse, reduce, canon, invariants)
+    remake = None
+    if representative is not None:
+        def remake():
+            return _then(_retire.reducer(cfg, retire, compact), renaming)
+    job = _Job(cfg, symmetry, collapse, reduce, canon, invariants, remake)
     context = multiprocessing.get_context("fork")
     conns, procs = [], []
     worker_cpu = 0.0
@@ -293,8 +500,9 @@ def explore(cfg: ModelConfig, *, workers: int, symmetry: bool, fairness: bool, m
             procs.append(proc)
         amaps: list[list[int]] = [[] for _ in range(workers)]  # per worker: its action index -> the graph's id
         wactions: list[list] = [[] for _ in range(workers)]
-        incoming: list[tuple[list, list]] = [([pack([s0])] if k == 0 else [], []) for k in range(workers)]
-        fps_, slots, capacity = seen.fps, seen.slots, seen.capacity
+        incoming: list[tuple[list, list]] = [([(pack([s0]), None)] if k == 0 else [], []) for k in range(workers)]
+        sizes = [1] + [0] * (workers - 1)  # the states each worker expands in this level
+        fps_, slots, capacity, grow_at = seen.fps, seen.slots, seen.capacity, seen.limit
         depth_append = depth.append
         i = 0
         level = 0
@@ -305,7 +513,7 @@ def explore(cfg: ModelConfig, *, workers: int, symmetry: bool, fairness: bool, m
         inbox = _Inbox(conns)
         while not stop:
             for k, conn in enumerate(conns):
-                conn.send(("expand", incoming[k][0], incoming[k][1]))
+                conn.send(("expand", incoming[k][0], incoming[k][1], sizes[k]))
             inbox.start()
             next_depth = level + 1
             masks: list[list[bytearray]] = [[] for _ in range(workers)]
@@ -355,8 +563,12 @@ def explore(cfg: ModelConfig, *, workers: int, symmetry: bool, fairness: bool, m
                                     slot = 0
                             if j < 0:
                                 j = len(parent)
-                                if seen.insert(slot, fp, j):
-                                    slots, capacity = seen.slots, seen.capacity
+                                if j < grow_at:
+                                    seen.insert(slot, fp, j)
+                                else:  # the table grows: let it free the old slots before it fills the new ones
+                                    slots = None
+                                    seen.insert(slot, fp, j)
+                                    slots, capacity, grow_at = seen.slots, seen.capacity, seen.limit
                                 parent.append(i)
                                 parent_action.append(aid)
                                 depth_append(next_depth)
@@ -426,6 +638,7 @@ def explore(cfg: ModelConfig, *, workers: int, symmetry: bool, fairness: bool, m
                         pieces.append((w, lo - lo_k, hi - lo_k))
                 conn.send(("commit", b"".join(masks[k]), own, pieces))
             incoming = [([], []) for _ in range(workers)]
+            sizes = [bounds[k + 1] - bounds[k] for k in range(workers)]
             for k, conn in enumerate(conns):
                 for w, blob in _received(conn):
                     incoming[w][0 if k < w else 1].append(blob)

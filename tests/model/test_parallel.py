@@ -110,3 +110,38 @@ def test_the_progress_bar_hears_what_it_hears_from_the_serial_search():
     for workers, calls in heard.items():
         check(cfg, workers=workers, max_states=12_000, progress=lambda *a, calls=calls: calls.append(a))
     assert len(heard[1]) >= 5 and heard[2] == heard[1]
+
+
+@pytest.mark.parametrize("loose", [0, 40])
+@pytest.mark.parametrize("name", ["m1c1-clean", "m1c1-dlq_keeps_delay", "m2c0"])
+def test_packed_workers_find_what_the_serial_search_recorded(monkeypatch, name, loose):
+    """Small parts, blobs and loose budget: every level spans many parts, packed (or some loose, then packed), and
+    the blobs handed on are cut between routes: the forked workers inherit the patched constants. The workers
+    remake their canonical form every level; the parent's fingerprint table starts small, so that it grows many
+    times during the walk."""
+    import model.parallel as parallel
+    from model.statestore import FingerprintSet
+
+    monkeypatch.setattr(parallel, "FingerprintSet", lambda: FingerprintSet(capacity=16))
+    monkeypatch.setattr(parallel, "PART", 16)
+    monkeypatch.setattr(parallel, "BLOB", 7)
+    monkeypatch.setattr(parallel, "LOOSE", loose)
+    monkeypatch.setattr(parallel, "RENEW", 0)  # a fresh retire memo every level
+    case = RECORDED[name]
+    for workers in (2, 3):
+        assert record(case["bounds"], {**case["options"], "workers": workers}) == case["found"]
+
+
+def test_the_met_table_holds_what_was_added_through_its_growth():
+    """A fingerprint the table forgets is judged twice (slower, same result); one it invents stops the search
+    (the parent refuses a new state its worker did not judge): both are looked at here."""
+    from model.parallel import _Met
+
+    met = _Met(capacity=8)
+    added = [(k * 0x9E3779B97F4A7C15 % 2**64 - 2**63) or 1 for k in range(1, 3000)]
+    for fp in added:
+        assert fp not in met
+        met.add(fp)
+    assert len(met) == len(added) and all(fp in met for fp in added)
+    assert not any(fp + 1 in met for fp in added if fp + 1 not in set(added))
+    assert len(met.table) == 8192  # at most half full: 2999 fingerprints in 2**13 slots
