@@ -743,6 +743,20 @@ def _due_before_a_backwards_step(ix: _Index, d: dict) -> bool:
                for st in ix.clock_steps)
 
 
+def _corrected_then_resent(ix: _Index, d: dict, ctx: RunContext) -> bool:
+    """An asynchronous delivery's resend whose first put correctDeliverTimestamp made at once (explore seed
+    950000360): right after a backwards step the copy's deliver time lay more than one level-delay ahead of the
+    broker clock, so the level put it at once ("deliver now"); that put failed, and ``doResend`` put it again
+    100 ms later (5.3.3: ``incrementAndGet() * 100``) without looking at the time, when it lay less than a
+    level-delay ahead."""
+    if d["level"] == "timer":
+        return False
+    stored = min((e["seq"] for e in ix.by_msg.get(d["msg_id"], ())
+                  if e["kind"] == "store" and e.get("due_ms") == d["due_ms"]), default=d["seq"])
+    return any(stored < st["seq"] < d["seq"] and st["by_ms"] < 0
+               and d["due_ms"] - st["broker_ms"] > ctx.level_delay_ms(d["level"]) for st in ix.clock_steps)
+
+
 def check_no_early_delivery(ix: _Index, ctx: RunContext) -> dict:
     violations = []
     delivers = ix.by_kind["deliver"]
@@ -754,7 +768,7 @@ def check_no_early_delivery(ix: _Index, ctx: RunContext) -> dict:
             continue  # correctDeliverTimestamp: the deliver time lay more than one level-delay ahead (clock stepped)
         if ix.read_through_a_stale_reference(d, ctx):
             continue
-        if d.get("resend") and _due_before_a_backwards_step(ix, d):
+        if d.get("resend") and (_due_before_a_backwards_step(ix, d) or _corrected_then_resent(ix, d, ctx)):
             continue
         if d["level"] == "timer" and any(
                 st["seq"] < d["seq"] and st["by_ms"] < 0 and d["due_ms"] < st["broker_ms"] - st["by_ms"]

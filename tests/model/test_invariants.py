@@ -517,6 +517,27 @@ def test_no_early_delivery_holds_for_a_resend_whose_first_put_was_due_before_a_b
     assert_fails("no_early_delivery", _resend_after_a_backwards_step(5200, resend=False), A, "1800 ms before")
 
 
+def _resend_after_a_correction(step_by_ms: int, resend: bool = True) -> H:
+    # Seed 950000360: a level-4 (30 s) copy stored at broker 14 004 ms, due 44 004; a step back at broker 16 000 left
+    # it more than 30 s ahead, so the level put it at once; the put failed, and the resend 100 ms later was
+    # 29 904 ms early.
+    h = H().send(4004, A, level=4).store(4004, A, topic="SCHEDULE_TOPIC_XXXX", queue_id=3, broker_ms=B0 + 14_004)
+    h.events[-1]["due_ms"] = B0 + 44_004
+    h.add(6000, "fault", site="clock", action="step", by_ms=step_by_ms, broker_ms=B0 + 16_000 + step_by_ms)
+    h.deliver(6100, A, 4, due_ms=B0 + 44_004, broker_ms=B0 + 16_100 + step_by_ms, sq_offset=9)
+    if resend:
+        h.events[-1]["resend"] = True
+    return h
+
+
+def test_no_early_delivery_holds_for_a_resend_of_a_put_correct_deliver_timestamp_made_at_once():
+    assert_holds("no_early_delivery", _resend_after_a_correction(-2000))
+    # a smaller step left it less than a level-delay ahead: the level would not have put it; a first delivery
+    # (no resend) looks at the time itself
+    assert_fails("no_early_delivery", _resend_after_a_correction(-1000), A, "level-4 message", "28904 ms before")
+    assert_fails("no_early_delivery", _resend_after_a_correction(-2000, resend=False), A, "29904 ms before")
+
+
 def test_no_early_delivery_fails_for_an_early_timer_message():
     h = H().send(0, A).deliver(1000, A, "timer", due_ms=B0 + 90_000)
     assert_fails("no_early_delivery", h, A, "timer message", "89000 ms before")

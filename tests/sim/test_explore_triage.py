@@ -85,6 +85,9 @@ and watching the invariant fail again.
 |  |  | ids (offsetMsgIds; none in the store events): the check followed the message by id only | |
 | 940000198 | bounded_lateness | power failure zeroed two files of a level's queue: their empty polls were | invariant bug |
 |  |  | counted only for the poll right after them, not for copies due before them that later polls delivered | |
+| 950000360 | no_early_delivery | 5.3.3 async: a step back left a level-4 copy more than a level-delay ahead, so the | excuse |
+|  |  | level put it at once (correctDeliverTimestamp); the put failed; doResend re-put it 100 ms later | |
+|  |  | without looking at the time, when it lay less than a level-delay ahead | |
 """
 
 from __future__ import annotations
@@ -105,7 +108,7 @@ from sim.run import run_scenario
 REPRO = Path(__file__).resolve().parent.parent / "data" / "repro"
 SEEDS = (4, 5, 10, 17, 19, 31, 41, 61, 70, 71, 77, 95, 131, 166, 233, 251, 282, 371, 399, 511, 3735928559, 3389118813,
          1655531201, 1655531205, 1655531208, 1200000050, 900000578, 910000265, 910000395, 910000238,
-         910000562, 930000445, 940000253, 940000198)
+         910000562, 930000445, 940000253, 940000198, 950000360)
 # Seeds whose cause another seed of the table shares (5, 31 as 10; 71 as 17; 77 as 70; 251 as 233; 166's FIFO wait
 # behind a copy stored before a backwards step and 19's poll per CQ file crossed, both in 1655531201's run): they
 # hold in the slow tier, with their excuse tests.
@@ -677,3 +680,14 @@ def test_polls_at_zeroed_files_delay_copies_of_later_polls_too(monkeypatch):
     # without the empty polls: the copies of the poll right after them (80-89, the rule before) and 90, 91
     assert set(late) == {f"{n:04X}" for n in range(0x29, 0x35)}
     assert "delivered 562 ms late (bound 411 ms" in late["0033"] and "delivered 562 ms late" in late["0034"]
+
+
+def test_a_resend_of_a_put_correct_deliver_timestamp_made_at_once_is_not_early(monkeypatch):
+    """Triaged from 600 generated runs (seeds 950000000-950000599): 11 level-4 resends 29.8-29.9 s before their
+    due times, after a 2 s step back that left them just over 30 s ahead."""
+    import model.invariants as invariants
+
+    result = _run(950000360)
+    assert not _failed(result)
+    monkeypatch.setattr(invariants, "_corrected_then_resent", lambda ix, d, ctx: False)
+    assert _check(result)["no_early_delivery"]["violation_count"] == 11
