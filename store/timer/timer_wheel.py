@@ -71,10 +71,13 @@ def _nonzero_chunks(data, end: int) -> Iterator[tuple[int, int]]:
                 yield chunk, chunk_end
 
 
-def iter_used_slots(buf) -> Iterator[StoredSlot]:
-    """Every slot with a non-zero byte, by index: pure (``inspect`` reads with it). A partial slot at the end
-    is ignored."""
-    for chunk, chunk_end in _nonzero_chunks(buf, len(buf) - len(buf) % SLOT_SIZE):
+def iter_used_slots(buf, chunks=None) -> Iterator[StoredSlot]:
+    """Every slot with a non-zero byte, by index: pure (``inspect`` reads with it). Only the (start, end) ``chunks``
+    are looked at when given (those known to hold every non-zero byte), else ``_nonzero_chunks``'s. A partial slot
+    at the end is ignored."""
+    if chunks is None:
+        chunks = _nonzero_chunks(buf, len(buf) - len(buf) % SLOT_SIZE)
+    for chunk, chunk_end in chunks:
         for pos in range(chunk, chunk_end, SLOT_SIZE):
             if any(buf[pos : pos + SLOT_SIZE]):
                 yield StoredSlot(pos // SLOT_SIZE, *SLOT_STRUCT.unpack_from(buf, pos))
@@ -253,9 +256,6 @@ class TimerWheel:
     def _index_used_slots(self, loaded: list[tuple[int, int]]) -> None:
         """At load: note every slot with a non-zero byte (a zero slot can never match a real time), in index order;
         only the chunks the load copied can hold one."""
-        buf = self.buf
-        for chunk, chunk_end in loaded:
-            for pos in range(chunk, chunk_end, SLOT_SIZE):
-                if any(buf[pos : pos + SLOT_SIZE]):
-                    self._used.add(pos // SLOT_SIZE)
-                    self._remember(SLOT_STRUCT.unpack_from(buf, pos)[0])
+        for slot in iter_used_slots(self.buf, loaded):
+            self._used.add(slot.index)
+            self._remember(slot.time_units)
