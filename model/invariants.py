@@ -1388,22 +1388,24 @@ def check_duplicates(ix: _Index, ctx: RunContext) -> dict:
     # the plan crashed) before any persist after the first delivery excuses it, however long ago that was
     # (the first persist after a start waits 10 s, so quick restarts may never write the file).
     delay_persists = [p["seq"] for p in ix.by_kind["persist"] if p.get("file") == "delayOffset.json"]
-    failed_shutdowns = {f["t_ms"] for f in ix.by_kind["fault"]
-                        if f.get("site") == "persist.delayOffset.json" and f.get("action") == "crash during shutdown"}
+
+    def crashed_at(file: str) -> set[int]:
+        """When the plan crashed a shutdown at ``file``'s persist: a crash for what it had not written yet."""
+        return {f["t_ms"] for f in ix.by_kind["fault"]
+                if f.get("site") == "persist." + file and f.get("action") == "crash during shutdown"}
+
+    failed_shutdowns = crashed_at("delayOffset.json")
     delay_cuts = [c for c in ix.by_kind["crash"] if c.get("target") == "broker" and (
         c.get("crash_kind") != "shutdown" or c["t_ms"] in failed_shutdowns)]
     # a shutdown the plan crashed is a crash: what it had not persisted yet is lost
     graceful = [g for g in graceful if g["t_ms"] not in failed_shutdowns]
-    crash_times = sorted(crash_times + [g["t_ms"] for g in ix.by_kind["crash"]
-                                        if g.get("crash_kind") == "shutdown" and g["t_ms"] in failed_shutdowns])
+    shutdown_times = [g["t_ms"] for g in ix.by_kind["crash"] if g.get("crash_kind") == "shutdown"]
+    crash_times = sorted(crash_times + [t for t in shutdown_times if t in failed_shutdowns])
     # A shutdown whose consumerOffset.json persist the plan crashed loses the consumer offsets committed since the
     # last write, as a crash does (explore seed 930000445); it wrote the delay offsets before (both eras), so it is a
     # crash for consumes only.
-    offsets_lost = {f["t_ms"] for f in ix.by_kind["fault"]
-                    if f.get("site") == "persist.consumerOffset.json" and f.get("action") == "crash during shutdown"}
-    consume_crash_times = sorted(crash_times + [g["t_ms"] for g in ix.by_kind["crash"] if g.get("target") == "broker"
-                                                and g.get("crash_kind") == "shutdown" and g["t_ms"] in offsets_lost
-                                                and g["t_ms"] not in failed_shutdowns])
+    offsets_lost = crashed_at("consumerOffset.json") - failed_shutdowns
+    consume_crash_times = sorted(crash_times + [t for t in shutdown_times if t in offsets_lost])
 
     def unpersisted_delay_offset(original: dict, again: dict) -> bool:
         return original.get("level") != "timer" and any(
