@@ -245,3 +245,18 @@ def test_delay_offset_json_written_from_its_template_is_what_fastjson_writes(tab
             generic = dumps({"dataVersion": dv.to_json("5.x"),
                              "offsetTable": {level: table[level] for level in sorted(table)}}, pretty=pretty)
             assert svc.encode(pretty) == generic
+
+
+def test_delay_offset_json_with_an_offset_like_a_template_mark_is_written_by_the_generic_writer():
+    """A table read from a damaged file may hold any number, one of the marks too: the template is refused and the
+    generic writer writes the file."""
+    from store.fastjson import dumps
+    from store.schedule_message_service import _DV_MARKS, _dv_template
+
+    svc = BrokerHarness().broker.schedule_message_service
+    svc.offset_table.clear()
+    svc.offset_table.update({1: 5, 2: _DV_MARKS[0]})
+    assert _dv_template(dict(svc.offset_table), True) is None
+    dv = svc.data_version
+    generic = dumps({"dataVersion": dv.to_json("5.x"), "offsetTable": {1: 5, 2: _DV_MARKS[0]}}, pretty=True)
+    assert svc.encode(True) == generic
