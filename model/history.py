@@ -42,6 +42,10 @@ EVENTS: dict[str, EventKind] = {
     "store": _kind({"msg_id": _OPT_STR, "topic": _STR, "queue_id": _INT, "queue_offset": _INT, "phy_offset": _INT,
                     "size": _INT, "reconsume_times": _INT, "broker_ms": _INT},
                    {"timer_out_ms": _INT, "due_ms": _INT}),
+    # a put answered PUT_OK that stored nothing: the record is larger than a whole commit-log file, so it ended
+    # the file it met and a new one (two blanks; phy_offset: the second). RocketMQ's loss (CommitLog END_OF_FILE)
+    "unstored": _kind({"msg_id": _OPT_STR, "topic": _STR, "queue_id": _INT, "phy_offset": _INT,
+                       "reconsume_times": _INT, "broker_ms": _INT}),
     "dlq": _kind({"group": _STR, "msg_id": _OPT_STR, "reconsume_times": _INT}),
     # run --from-store: one message copy the recovered store held at the start (t_ms 0), in commit-log order.
     # store_ms: when the old broker stored it; broker_ms: the run's broker clock at the start; deliver_ms: the

@@ -150,6 +150,9 @@ class _Index:
         for e in self.by_kind["store_rollback"]:
             for m in e["lost_msg_ids"]:
                 self.cut_by_fault[m].append(e["seq"])
+        for e in self.by_kind["unstored"]:  # PUT_OK for a record larger than a commit-log file: nothing stored
+            if e["msg_id"]:
+                self.cut_by_fault[e["msg_id"]].append(e["seq"])
         self.stale_units = self._stale_units_after_power_failure()
         # #8979: without timerEnableRetryUntilSuccess (the default) 5.3.2-5.3.3 drop a due timer message whose put
         # failed three times, with this ERROR line; check_events turns the excuse on only for such a broker
@@ -312,7 +315,8 @@ class _Index:
         return _quote(self.by_msg.get(msg_id, []))
 
     def lost_to_a_fault(self, msg_id: str, group: str | None = None, after_seq: int = -1) -> bool:
-        """The fault itself destroyed a copy: a power failure (ASYNC_FLUSH), a cut queue, a rolled-back store;
+        """The fault itself destroyed a copy: a power failure (ASYNC_FLUSH), a cut queue, a rolled-back store, a put
+        that stored nothing (``unstored``);
         or, after a power failure or a rollback, the group's offset already stood past where the message was
         stored, or its unit sits in a pull batch behind a stale one. ``after_seq``: only copies stored and
         faults struck after that event count (at_least_once_redelivery asks about the copy that was to come

@@ -165,7 +165,7 @@ def pending_messages(events: list[dict], end_ms: int, timer_precision_ms: int = 
 
 def run_stats(events: list[dict], end_ms: int | None = None, timer_precision_ms: int = 1000) -> dict:
     """The ``stats`` of summary.json (and the sweep rows): counts, duplicates, lateness, time to DLQ, pending."""
-    sent = consumed = failed_attempts = dlq = crashes = faults = 0
+    sent = consumed = failed_attempts = dlq = crashes = faults = unstored = 0
     for e in events:
         kind = e["kind"]
         if kind == "send":
@@ -181,6 +181,8 @@ def run_stats(events: list[dict], end_ms: int | None = None, timer_precision_ms:
             crashes += 1
         elif kind == "fault":
             faults += 1
+        elif kind == "unstored":
+            unstored += 1
     lateness = delivery_lateness(events)
     dlq_times = time_to_dlq_ms(events)
     sent_ok = {e["msg_id"] for e in events if e["kind"] == "send" and e["status"] == "SEND_OK"}
@@ -200,6 +202,7 @@ def run_stats(events: list[dict], end_ms: int | None = None, timer_precision_ms:
         "pending": sum(1 for m in pending if m in sent_ok and m not in done),  # sent, not yet due: not lost
         "crashes": crashes,
         "faults": faults,
+        "unstored": unstored,  # puts answered PUT_OK that stored nothing (records larger than a commit-log file)
     }
 
 

@@ -152,7 +152,9 @@ def _print_run(summary: dict, out_dir: str | None) -> None:
     print(f"  sent {st['sent']}, consumed {st['consumed']} (+{st['failed_attempts']} failed attempts), "
           f"duplicates {st['duplicates']}, dlq {st['dlq']}, crashes {st['crashes']}, faults {st['faults']}, "
           f"delivery lateness p50/p99/max {late['p50']}/{late['p99']}/{late['max']} ms"
-          + (f", pending {st['pending']} (not due before the end of the drain)" if st.get("pending") else ""))
+          + (f", pending {st['pending']} (not due before the end of the drain)" if st.get("pending") else "")
+          + (f", unstored {st['unstored']} (PUT_OK for records larger than a commit-log file: RocketMQ's loss)"
+             if st.get("unstored") else ""))
     if summary.get("from_store"):
         pre = summary["preloaded"]
         print(f"  from store {summary['from_store']}: {pre['copies']} copies of {pre['messages']} messages, "

@@ -1,4 +1,4 @@
-"""Scenario files (TOML, version 1): the loader. The frozen specs and the dict validator live in sim/scenario.py.
+"""Scenario files (TOML, version 2; version 1 still loads): the loader. The frozen specs and the dict validator live in sim/scenario.py.
 
 They are re-exported here so callers of ``scenarios.scenario`` keep working (issue 16: sim must not import scenarios).
 """

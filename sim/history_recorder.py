@@ -101,6 +101,11 @@ class HistoryRecorder:
 
     def on_store(self, msg, result) -> None:
         a = result.append
+        if not a.stored:  # PUT_OK for a record no commit-log file can hold: RocketMQ's loss, shown as such
+            self.record("unstored", msg_id=msg.uniq_key, topic=a.topic, queue_id=a.queue_id, phy_offset=a.wrote_offset,
+                        reconsume_times=msg.reconsume_times, broker_ms=a.store_timestamp)
+            self._last_store = (msg.uniq_key, len(self.history.events) - 1)
+            return
         timer_out = msg.properties.get(PROPERTY_TIMER_OUT_MS) if a.topic == TIMER_TOPIC else None
         extra = {} if timer_out is None else {"timer_out_ms": int(timer_out)}  # its wheel slot
         if a.topic == RMQ_SYS_SCHEDULE_TOPIC:
@@ -142,13 +147,13 @@ class HistoryRecorder:
             self.record("deliver", **fields)
 
     def _store_just_made(self, msg_id: str) -> int | None:
-        """The position of the store event of ``msg_id`` recorded by the put of this very step, if any."""
+        """The position of the store (or unstored) event of ``msg_id`` recorded by the put of this very step."""
         last = self._last_store
         events = self.history.events
         if last is None or last[0] != msg_id or last[1] >= len(events):
             return None
         event = events[last[1]]
-        if event["kind"] != "store" or event.get("msg_id") != msg_id or \
+        if event["kind"] not in ("store", "unstored") or event.get("msg_id") != msg_id or \
                 event["t_ms"] != self.now_mono() - self.history.start_mono_ms:
             return None
         return last[1]

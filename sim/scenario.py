@@ -4,7 +4,7 @@ The TOML loader lives in scenarios/scenario.py (sim must not import scenarios). 
 ``consumer.fail_probability = 0.2``) to the raw document before it is checked.
 
 Every key changes the history of some run (tests/scenarios/test_every_key_has_an_effect.py), except
-``version``, ``name`` and ``description`` (they name the run) and ``consumer.consume_from_where``: a simulated
+``name`` and ``description`` (they name the run) and ``consumer.consume_from_where``: a simulated
 group always starts while its queues' first messages are in page cache, where RocketMQ starts a group without
 an offset at the first message whatever the setting (ConsumerManageProcessor.queryConsumerOffset).
 """
@@ -23,6 +23,9 @@ MAX_PHASE_MS = 3 * 86_400_000  # duration and drain: 3 days (timerMaxDelaySec); 
 MAX_DELAY_MS = 3650 * 86_400_000  # any other time (delays, clock steps, intervals): 10 years keeps broker_ms a long
 MAX_RATE_PER_S = 1_000_000  # one send per microsecond: already far past what a virtual millisecond can tell apart
 MAX_COMMIT_LOG_FILE_SIZE = 1 << 30  # RocketMQ's default; the in-memory disk holds only what was written
+# The scenario format's version, the default of the ``version`` key. Version 1 files keep version 1's message bodies
+# (sim/workload.py: ``body_size`` was a bound, not the size), so a reproduction written then replays the same history.
+SCENARIO_VERSION = 2
 
 
 class ScenarioError(ValueError):
@@ -122,6 +125,7 @@ class NetworkSpec:
 class Scenario:
     name: str
     description: str = ""
+    version: int = SCENARIO_VERSION
     seed: int = 1
     duration_ms: int = 60_000
     drain_ms: int = 60_000
@@ -177,8 +181,8 @@ def _commit_log_file_size(v):
 
 
 def _version(v):
-    if isinstance(v, bool) or v != 1 or not isinstance(v, int):
-        raise ValueError("1 (the only version of the scenario format)")
+    if isinstance(v, bool) or not isinstance(v, int) or v not in (1, SCENARIO_VERSION):
+        raise ValueError(f"1 or {SCENARIO_VERSION} (the scenario format's versions; {SCENARIO_VERSION} when absent)")
     return v
 
 
@@ -265,7 +269,7 @@ def _name(checker):
 
 # key -> (attribute, checker)
 _TOP = {
-    "version": (None, _version),
+    "version": ("version", _version),
     "name": ("name", _str()),
     "description": ("description", _str()),
     "seed": ("seed", _int(0, (1 << 63) - 1)),

@@ -18,6 +18,14 @@ from store.message import PROPERTY_TAGS, MessageExt
 CONSUME_THREAD_MAX = 20  # DefaultMQPushConsumer.consumeThreadMax
 
 
+def message_body(pattern: bytes, body_size: int, scenario_version: int) -> bytes:
+    """``body_size`` bytes of ``pattern`` repeated. Version 1 scenarios repeated it ``body_size // 8 + 1`` times,
+    which is short of ``body_size`` for patterns under 8 bytes (the first 100 messages of a producer): kept for
+    them, so that their reproductions replay."""
+    repeats = body_size // 8 + 1 if scenario_version == 1 else body_size // len(pattern) + 1
+    return (pattern * repeats)[:body_size]
+
+
 class ProducerActor:
     """Sends ``spec.messages`` at ``spec.rate_per_s`` from ``spec.start_ms``, until the traffic phase ends."""
 
@@ -51,7 +59,7 @@ class ProducerActor:
             return
         spec = self.spec
         level = self._delay_level()
-        body = (f"p{self.index}-m{self.sent}-".encode() * (spec.body_size // 8 + 1))[: spec.body_size]
+        body = message_body(f"p{self.index}-m{self.sent}-".encode(), spec.body_size, self.world.scenario.version)
         msg = MessageExt(topic=spec.topic, body=body)
         if spec.tags:
             msg.properties[PROPERTY_TAGS] = spec.tags

@@ -17,7 +17,7 @@ from .faults import SITE_PUT, FaultInjector, check_crash
 from .log import DISK_DAMAGE, StoreLog, as_log
 from .mapped_file import MappedFileQueue
 from .probes import NO_PROBES
-from .put_status import AppendMessageResult, PutMessageResult, PutMessageStatus
+from .put_status import AppendMessageResult, AppendMessageStatus, PutMessageResult, PutMessageStatus
 from .topics import RMQ_SYS_SCHEDULE_TOPIC
 
 SCHEDULE_TOPIC = RMQ_SYS_SCHEDULE_TOPIC
@@ -79,28 +79,35 @@ class CommitLog:
         queue_offset = 0 if tran_type in _NOT_DISPATCHED else self.topic_queue_table.get(key, 0)
         mf = self.mfq.get_last_mapped_file_for_append(0)
         msg_len = prep.total_size
-        max_blank = self.file_size - mf.wrote_position
-        if msg_len + codec.END_FILE_MIN_BLANK_LENGTH > max_blank:
-            mf.append(codec.encode_blank(max_blank))
-            mf.wrote_position = self.file_size  # END_OF_FILE: the rest of the file is garbage
+        status = AppendMessageStatus.PUT_OK
+        if msg_len + codec.END_FILE_MIN_BLANK_LENGTH > self.file_size - mf.wrote_position:
+            self._end_file(mf, store_timestamp)
             mf = self.mfq.get_last_mapped_file_for_append(0)
             if msg_len + codec.END_FILE_MIN_BLANK_LENGTH > self.file_size:
-                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
+                # Appended again to the new file, it ends that file too, and asyncPutMessage (case END_OF_FILE,
+                # 4.9.8 l. 698, 5.3.3 l. 1039) still answers PUT_OK: the send succeeds, nothing is stored and no
+                # queue offset is taken
+                status = AppendMessageStatus.END_OF_FILE
         phy_offset = mf.file_from_offset + mf.wrote_position
-        mf.append(codec.encode_message(prep, queue_offset, phy_offset, store_timestamp))
-        mf.store_timestamp = store_timestamp
-        if tran_type not in _NOT_DISPATCHED:
-            self.topic_queue_table[key] = queue_offset + 1
+        if status == AppendMessageStatus.END_OF_FILE:
+            wrote_bytes = self.file_size  # the blank declares the whole file written
+            self._end_file(mf, store_timestamp)
+        else:
+            wrote_bytes = msg_len
+            mf.append(codec.encode_message(prep, queue_offset, phy_offset, store_timestamp))
+            mf.store_timestamp = store_timestamp
+            if tran_type not in _NOT_DISPATCHED:
+                self.topic_queue_table[key] = queue_offset + 1
+            msg.commit_log_offset = phy_offset
+            msg.queue_offset = queue_offset
+            msg.store_size = msg_len
         msg.store_timestamp = store_timestamp
-        msg.commit_log_offset = phy_offset
-        msg.queue_offset = queue_offset
-        msg.store_size = msg_len
         if self.sync_flush:
             # GroupCommitService.doCommit: flush until the record is on disk, one file per flush call: 4.9.8 tries
             # twice (a record that opened a new file), 5.2.0+ up to 1000 times (#7524). A record left unflushed stays
             # unconfirmed and undispatched in 5.x: files an oversize record filled with blanks lie between the
             # flushed end and the next record (explore seed 910000562)
-            end = phy_offset + msg_len
+            end = phy_offset + wrote_bytes
             for _ in range(FLUSH_TRIES_4X if self.config.is_era_4 else FLUSH_TRIES_5X):
                 before = self.mfq.flushed_where
                 self.flush(0)
@@ -110,14 +117,22 @@ class CommitLog:
             PutMessageStatus.PUT_OK,
             AppendMessageResult(
                 phy_offset,
-                msg_len,
+                wrote_bytes,
                 codec.create_message_id(msg.store_host, phy_offset),
                 store_timestamp,
                 queue_offset,
                 msg.topic,
                 msg.queue_id,
+                status,
             ),
         )
+
+    def _end_file(self, mf, store_timestamp: int) -> None:
+        """END_OF_FILE: a blank marks the rest of ``mf`` garbage; like any append it stamps the file's store time
+        (MappedFile.appendMessagesInner), which the flush hands to the checkpoint."""
+        mf.append(codec.encode_blank(self.file_size - mf.wrote_position))
+        mf.wrote_position = self.file_size
+        mf.store_timestamp = store_timestamp
 
     # --- read ----------------------------------------------------------------------------
     def get_min_offset(self) -> int:

@@ -21,6 +21,11 @@ class PutMessageStatus:
     WHEEL_TIMER_NOT_ENABLE = "WHEEL_TIMER_NOT_ENABLE"
 
 
+class AppendMessageStatus:
+    PUT_OK = "PUT_OK"
+    END_OF_FILE = "END_OF_FILE"  # no room in the file: a blank was written, nothing stored
+
+
 @dataclass(frozen=True, slots=True)
 class AppendMessageResult:
     wrote_offset: int  # commit-log offset of the record
@@ -30,6 +35,13 @@ class AppendMessageResult:
     logics_offset: int  # queue offset in the (possibly rewritten) topic
     topic: str
     queue_id: int
+    # END_OF_FILE: the record does not fit even a new file; both tags still answer PUT_OK (asyncPutMessage, case
+    # END_OF_FILE), so the send succeeds with nothing stored and no queue offset taken
+    status: str = AppendMessageStatus.PUT_OK
+
+    @property
+    def stored(self) -> bool:
+        return self.status == AppendMessageStatus.PUT_OK
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,6 +33,7 @@ TWO_TOPICS = {"topic": [{"name": "T", "queues": 2}, {"name": "U", "queues": 2}]}
 
 # key -> (the context it needs, the key's value off its default)
 VARIED = {
+    "version": ({}, 1),  # version 1's bodies: the first 100 a pattern short of body_size
     "seed": ({}, 2),
     "duration": ({}, "25s"),
     "drain": ({}, "50s"),
@@ -90,11 +91,11 @@ VARIED = {
     "network.latency": ({}, "5ms"),
 }
 # Keys without an effect on any simulated history, as the loader's schema and README's scenario section say:
-# - version, name, description name or describe the run: they appear in summary.json, never in the history;
+# - name, description name or describe the run: they appear in summary.json, never in the history;
 # - consumer.consume_from_where: every simulated group starts while its queues' first messages are still in
 #   page cache, and then RocketMQ starts a group without an offset at the queue's first message whatever
 #   the setting (ConsumerManageProcessor.queryConsumerOffset); it matters only for a store older than a run.
-NO_EFFECT = {"version", "name", "description", "consumer.consume_from_where"}
+NO_EFFECT = {"name", "description", "consumer.consume_from_where"}
 
 
 def _all_keys() -> set[str]:

@@ -107,6 +107,18 @@ def test_the_first_group_can_get_through_its_failures():
             assert c["max_reconsume_times"] >= c["fail_first"], seed
 
 
+def test_sends_fit_a_small_commit_log_file_and_some_retry_copies_do_not():
+    """With 4 KiB commit-log files, 4 000-byte bodies lose every message at its send (PUT_OK, nothing stored): a
+    run with nothing to check. The generator gives them 1 024 or 3 900 bytes, whose retry copies do not fit."""
+    sizes = set()
+    for seed in range(1, 400):
+        doc = generate_doc(seed)
+        body = doc["producer"][0].get("body_size")
+        if doc["broker"].get("commit_log_file_size") == 4096 and body is not None:
+            sizes.add(body)
+    assert sizes == {1024, 3900}
+
+
 def test_a_broadcasting_group_never_fails_every_first_attempt():
     """Explore seed 185: BROADCASTING drops a failed message, so fail_first left nothing consumed (vacuous)."""
     for seed in range(1, 300):

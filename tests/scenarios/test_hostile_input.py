@@ -47,7 +47,7 @@ def _one_line_exit_2(capsys, argv, *expect) -> str:
 LOADER_CASES = {
     "version_float": ("version = 1.5\n" + BASE, "version"),
     "version_bool": ("version = true\n" + BASE, "version"),
-    "version_2": ("version = 2\n" + BASE, "version"),
+    "version_3": ("version = 3\n" + BASE, "version"),
     "faults_list": ("faults = [1]\n" + BASE, "'faults' must be a table"),
     "duration_400_digits": (BASE.replace('"10s"', '"' + "9" * 400 + 's"'), "duration"),
     "duration_no_bound": (BASE.replace('"10s"', '"999999d"'), "at most 3d"),

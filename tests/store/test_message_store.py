@@ -8,8 +8,9 @@ from store.clock import ManualClock
 from store.consume_queue import CQ_UNIT
 from store.disk import MemoryDisk, OsDisk
 from store.mapped_file import StoreLoadError
+from store.message import BLANK_MAGIC_CODE
 from store.message_store import ABORT_FILE, DefaultMessageStore, GetMessageStatus
-from store.put_status import PutMessageStatus
+from store.put_status import AppendMessageStatus, PutMessageStatus
 
 from .conftest import SMALL, make_store, new_msg
 
@@ -237,23 +238,39 @@ def test_sync_flush_put_that_opens_a_new_file_is_flushed_and_dispatched(era):
     assert len(store.get_message("g", "TopicTest", 0, 0, 32).messages) == 3
 
 
+@pytest.mark.parametrize("flush", ["SYNC_FLUSH", "ASYNC_FLUSH"])
 @pytest.mark.parametrize("era", ["5.3.3", "4.9.8"])
-def test_sync_flush_put_catches_up_over_the_blank_files_an_oversize_record_left(era):
-    """A record larger than a commit-log file fills the current file and a new one with blanks and is refused, and
-    nothing flushes them. The next SYNC_FLUSH put must flush its way past them: 5.2.0+ GroupCommitService.doCommit
-    calls flush up to 1000 times per request (#7524), 4.9.8 twice. With two calls, 5.x (reput up to the flushed
-    end) never dispatched the record (explore seed 910000562: six timer copies never consumed); 4.9.8 dispatches up
-    to the written end, so its lagging flushed end hides nothing."""
-    store = make_store(flush_disk_type="SYNC_FLUSH", era=era)
+def test_an_oversize_record_answers_put_ok_and_stores_nothing(era, flush):
+    """A record larger than a whole commit-log file ends the file it meets with a blank, is appended again to a new
+    file, ends that one too, and both tags still answer PUT_OK (CommitLog.asyncPutMessage, case END_OF_FILE,
+    4.9.8 l. 698, 5.3.3 l. 1039): the append's status is END_OF_FILE, its offset the second blank's, its size the
+    whole file; no queue offset is taken. Under SYNC_FLUSH the put flushes up to the end of that blank (the
+    GroupCommitRequest's next offset). The records around it are stored, dispatched and recovered after a crash."""
+    disk = MemoryDisk()
+    store = make_store(disk, flush_disk_type=flush, era=era)
     assert store.put_message(new_msg(key="m0", body=b"x" * 3000)).is_ok
-    for i in range(3):
-        refused = store.put_message(new_msg(key=f"big{i}", body=b"y" * 4096))
-        assert refused.status == PutMessageStatus.MESSAGE_ILLEGAL
+    files = 1
+    for i in range(2):
+        result = store.put_message(new_msg(key=f"big{i}", body=b"y" * 4096))
+        assert result.status == PutMessageStatus.PUT_OK and result.is_ok
+        a = result.append
+        assert not a.stored and a.status == AppendMessageStatus.END_OF_FILE
+        files += 1 if i == 0 else 2  # the rest of m0's file and a new one, then two fresh files, all blank
+        assert (a.wrote_offset, a.wrote_bytes, a.logics_offset) == ((files - 1) * 4096, 4096, 1)
+        assert store.commit_log.get_max_offset() == files * 4096
+        blank = disk.read_file(f"commitlog/{a.wrote_offset:020d}")
+        assert blank[4:8] == BLANK_MAGIC_CODE.to_bytes(4, "big", signed=True) and int.from_bytes(blank[:4]) == 4096
+        if flush == "SYNC_FLUSH":
+            assert store.commit_log.get_flushed_where() == files * 4096
     result = store.put_message(new_msg(key="m1", body=b"x" * 3000))
-    assert result.is_ok and result.append.logics_offset == 1
-    end = result.append.wrote_offset + result.append.wrote_bytes
-    assert store.commit_log.get_flushed_where() == (end if era == "5.3.3" else 2 * 4096)
-    assert store.commit_log.get_confirm_offset() == end
+    assert result.is_ok and result.append.stored and result.append.logics_offset == 1
+    assert result.append.wrote_offset == files * 4096
     assert store.do_reput() == 2
     got = store.get_message("g", "TopicTest", 0, 0, 32)
     assert [m.properties["UNIQ_KEY"] for m in got.messages] == ["m0", "m1"]
+    again = DefaultMessageStore(disk, store.config, store.clock)  # a crash: the abort file is still there
+    assert again.load() and not again.last_exit_ok
+    again.start(0)
+    got = again.get_message("g", "TopicTest", 0, 0, 32)
+    assert [m.properties["UNIQ_KEY"] for m in got.messages] == ["m0", "m1"]
+    assert again.put_message(new_msg(key="m2")).append.wrote_offset == result.append.wrote_offset + result.append.wrote_bytes
