@@ -43,7 +43,7 @@ def row_schema(spec_columns):
     fields += [(f"ok_{name}", pa.bool_()) for name in INVARIANTS]
     fields += [(name, pa.int64()) for name in (
         "sent", "consumed", "failed_attempts", "duplicates", "dlq", "crashes", "faults", "delivered_from_schedule",
-        "lateness_p50_ms", "lateness_p99_ms", "lateness_max_ms", "pending")]
+        "lateness_p50_ms", "lateness_p99_ms", "lateness_max_ms", "pending", "unstored")]
     fields += [("time_to_dlq_ms", pa.list_(pa.int64())), ("time_to_dlq_p50_ms", pa.int64()),
                ("time_to_dlq_max_ms", pa.int64()), ("virtual_ms", pa.int64()), ("events", pa.int64()),
                ("wall_s", pa.float64()), ("history_sha256", pa.string()), ("repro", pa.string()),

@@ -145,6 +145,7 @@ def run_task(task: dict, check=None) -> dict:
             "time_to_dlq_p50_ms": percentile(dlq_times, 0.5), "time_to_dlq_max_ms": max(dlq_times) if dlq_times else None,
             "probes_hit": sorted(summary.get("probes", {})),  # coverage probes (store/probes.py) this run reached
             "pending": stats.get("pending"),
+            "unstored": stats.get("unstored"),  # PUT_OK, nothing stored: records larger than a commit-log file
             "groups": group_counts(result.history.events, result.world.end_mono_ms - result.world.start_mono_ms,
                                    result.world.store_config.timer_precision_ms),
         })

@@ -98,3 +98,15 @@ def test_version_2_bodies_are_body_size_bytes_and_version_1_bodies_replay():
             assert message_body(pattern, size, 2) == (pattern * (size + 1))[:size]
     assert len(message_body(b"p0-m0-", 4000, 1)) == 3006 and len(message_body(b"p0-m42-", 64, 1)) == 63
     assert message_body(b"p0-m420-", 64, 1) == message_body(b"p0-m420-", 64, 2)
+
+
+def test_the_run_summary_and_a_sweep_row_count_unstored_puts():
+    import tomllib
+
+    from scenarios.sweep import run_task
+
+    assert _run(3900, "5.3.3").summary["stats"]["unstored"] == 3
+    task = {"cell": "c", "cell_id": "c0", "seed": 1, "params": {}, "repro": "rmqsim run x", "source": "unstored.toml",
+            "doc": tomllib.loads(SCENARIO.format(body=3950, era="4.9.8")), "mutants": ()}
+    row = run_task(task, check=check_run)
+    assert row["error"] is None and (row["sent"], row["consumed"], row["unstored"]) == (3, 0, 3)
