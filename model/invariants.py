@@ -940,6 +940,44 @@ def _another_ladder(events: list[dict], g: GroupInfo, c: dict) -> bool:
     return stored >= 2 and dead < stored
 
 
+def _sent_back(events: list[dict], c: dict) -> bool:
+    """The failed attempt ``c``'s send-back stored a retry copy: a send-back of its count recorded with it (in its
+    step, before the group's next consume of the message) went through, by the broker or the producer fallback."""
+    for e in events:
+        if e["seq"] <= c["seq"] or e.get("group") != c["group"]:
+            continue
+        if e["kind"] == "consume" or e["t_ms"] != c["t_ms"]:
+            return False
+        if (e["kind"] == "send_back" and e["reconsume_times"] == c["reconsume_times"] and e["result"] == "ok"
+                and e.get("path") != "local-retry"):
+            return True
+    return False
+
+
+def _forked_by_a_repeated_consume(ix: _Index, events: list[dict], consumes: list[dict], again: dict) -> bool:
+    """A rebalance forked the retry ladder (explore seed 990000012, 5.3.3): an attempt whose send-backs both failed
+    stays in its ProcessQueue for the local retry, and holds the queue's offset below the copies read after it;
+    a rebalance that drops the queue (the broker's restart forgot the group, whose heartbeats come back one by
+    one) persists that offset, and the queue is pulled again from it (RebalancePushImpl
+    .removeUnnecessaryMessageQueue, computePullFromWhere). A copy already failed and sent back is consumed again
+    with the same reconsumeTimes and sent back again: a second ladder, and ``again`` may be its retry while fewer
+    dead letters than ladders came before it. Recognised by a copy failed twice (same count), no offset of the
+    group committed past it in between, each attempt's send-back storing a retry copy. One consume sent back
+    twice (no_contains_message_check) forks nothing here and stays a violation; the repeats are duplicates'."""
+    def committed_past(a: dict, b: dict) -> bool:
+        return any(a["seq"] < e["seq"] < b["seq"] and e["group"] == b["group"] and e["topic"] == _copy_of(b)[0]
+                   and e["queue_id"] == b["queue_id"] and e["offset"] > b["queue_offset"]
+                   for e in ix.by_kind["offset_commit"])
+
+    failed = [c for c in consumes if c["seq"] < again["seq"] and c["status"] != CONSUME_SUCCESS
+              and c["reconsume_times"] < again["reconsume_times"]]
+    forks = sum(1 for i, b in enumerate(failed) if _sent_back(events, b) and any(
+        _copy_of(a) == _copy_of(b) and a["reconsume_times"] == b["reconsume_times"] and _sent_back(events, a)
+        and not committed_past(a, b) for a in failed[:i]))
+    dead = sum(1 for e in events if e["kind"] == "dlq" and e["group"] == again["group"] and e["seq"] < again["seq"])
+    return forks > 0 and dead < 1 + forks
+
+
 def _copy_of(consume: dict) -> tuple[str, int, int]:
     """The stored copy a consume read: (queue topic, queue id, queue offset)."""
     return consume.get("queue_topic", consume["topic"]), consume["queue_id"], consume["queue_offset"]
@@ -1022,7 +1060,8 @@ def check_dlq_after_max_retries(ix: _Index, ctx: RunContext) -> dict:
                     seen_copies = {_copy_of(c) for c in consumes if c["seq"] < dead["seq"]}
                     after = [c for c in consumes if c["seq"] > dead["seq"] and not _repeat_after_a_crash(ix, consumes, c)
                              and c["reconsume_times"] not in preset and _copy_of(c) not in seen_copies
-                             and not _another_ladder(events, g, c)]
+                             and not _another_ladder(events, g, c)
+                             and not _forked_by_a_repeated_consume(ix, events, consumes, c)]
                     if after:
                         problem = f"delivered to {group} as retry {after[0]['reconsume_times']} after it was dead-lettered"
                 if problem is not None:
