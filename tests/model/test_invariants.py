@@ -720,6 +720,45 @@ def test_dlq_holds_for_a_retry_chain_forked_by_a_crash():
     assert_holds("dlq_after_max_retries", h)
 
 
+def _ladder_forked_by_a_rebalance(repeat_offset: int = 1, repeat_sent_back: str = "ok", committed: int | None = None,
+                                  second_dlq: bool = False) -> H:
+    """Explore seed 990000012 (5.3.3): retry 1 (copy %RETRY%G #1) fails and is sent back; a rebalance drops the
+    ProcessQueue, whose offset an earlier attempt awaiting its local retry held below #1, and the queue is pulled
+    again from there: #1 is consumed again (same count) and sent back again. Two ladders: one reaches the DLQ, the
+    other's retry 2 comes after it. ``committed``: an offset the group committed between the two reads."""
+    h = _ladder(H().send(0, A), A, 1)
+    h.consume(10_102, A, status="RECONSUME_LATER", reconsume_times=1, queue_topic="%RETRY%G", queue_offset=1)
+    h.send_back(10_102, A, 1)
+    if committed is not None:
+        h.commit(10_500, committed, topic="%RETRY%G")
+    h.consume(11_000, A, status="RECONSUME_LATER", reconsume_times=1, queue_topic="%RETRY%G",
+              queue_offset=repeat_offset)
+    h.send_back(11_000, A, 1, result=repeat_sent_back)
+    h.consume(40_202, A, status="RECONSUME_LATER", reconsume_times=2, queue_topic="%RETRY%G", queue_offset=2)
+    h.send_back(40_202, A, 2).dlq(40_202, A, 3)
+    if second_dlq:
+        h.consume(40_300, A, status="RECONSUME_LATER", reconsume_times=2, queue_topic="%RETRY%G", queue_offset=4)
+        h.send_back(40_300, A, 2).dlq(40_300, A, 3)
+    return h.consume(41_100, A, status="RECONSUME_LATER", reconsume_times=2, queue_topic="%RETRY%G", queue_offset=3)
+
+
+def test_dlq_holds_for_a_retry_ladder_forked_by_a_copy_read_again_after_a_rebalance():
+    assert_holds("dlq_after_max_retries", _ladder_forked_by_a_rebalance())
+
+
+def test_dlq_fails_after_the_dead_letter_without_a_copy_read_twice_and_sent_back_twice():
+    words = ("as retry 2 after it was dead-lettered",)
+    # another copy of retry 1 (a second copy the store made): no repeated read forked the ladder
+    assert_fails("dlq_after_max_retries", _ladder_forked_by_a_rebalance(repeat_offset=5), A, *words)
+    # the repeat's send-back failed: its local retry forks nothing
+    assert_fails("dlq_after_max_retries", _ladder_forked_by_a_rebalance(repeat_sent_back="failed"), A, *words)
+    # the group had committed past the copy: a pull from the committed offset does not read it again
+    assert_fails("dlq_after_max_retries", _ladder_forked_by_a_rebalance(committed=2), A, *words)
+    assert_holds("dlq_after_max_retries", _ladder_forked_by_a_rebalance(committed=1))
+    # both ladders were dead-lettered before: a third retry 2 is one past the DLQ
+    assert_fails("dlq_after_max_retries", _ladder_forked_by_a_rebalance(second_dlq=True), A, *words)
+
+
 def test_dlq_fails_too_early():
     h = _ladder(H().send(0, A), A, 2, dlq_at_send_back=0, dlq_rt=2)
     assert_fails("dlq_after_max_retries", h, A, "reconsumeTimes 2", "expected exactly 3 failed attempts")

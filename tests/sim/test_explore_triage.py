@@ -88,6 +88,10 @@ and watching the invariant fail again.
 | 950000360 | no_early_delivery | 5.3.3 async: a step back left a level-4 copy more than a level-delay ahead, so the | excuse |
 |  |  | level put it at once (correctDeliverTimestamp); the put failed; doResend re-put it 100 ms later | |
 |  |  | without looking at the time, when it lay less than a level-delay ahead | |
+| 990000012 | dlq_after_max_retries | 5.3.3: both send-backs of a retry failed during a graceful restart; its local | excuse |
+|  |  | retry held the ProcessQueue's offset; the restarted broker forgot the group, the heartbeats' rebalance | |
+|  |  | dropped the queue and pulled it again from there: a copy already sent back was failed and sent back again | |
+|  |  | (two ladders); the second's retry 3 came after the first's dead letter | |
 """
 
 from __future__ import annotations
@@ -108,7 +112,7 @@ from sim.run import run_scenario
 REPRO = Path(__file__).resolve().parent.parent / "data" / "repro"
 SEEDS = (4, 5, 10, 17, 19, 31, 41, 61, 70, 71, 77, 95, 131, 166, 233, 251, 282, 371, 399, 511, 3735928559, 3389118813,
          1655531201, 1655531205, 1655531208, 1200000050, 900000578, 910000265, 910000395, 910000238,
-         910000562, 930000445, 940000253, 940000198, 950000360)
+         910000562, 930000445, 940000253, 940000198, 950000360, 990000012)
 # Seeds whose cause another seed of the table shares (5, 31 as 10; 71 as 17; 77 as 70; 251 as 233; 166's FIFO wait
 # behind a copy stored before a backwards step and 19's poll per CQ file crossed, both in 1655531201's run): they
 # hold in the slow tier, with their excuse tests.
@@ -690,3 +694,25 @@ def test_a_resend_of_a_put_correct_deliver_timestamp_made_at_once_is_not_early(m
     assert not _failed(result)
     monkeypatch.setattr(invariants, "_corrected_then_resent", lambda ix, d, ctx: False)
     assert _check(result)["no_early_delivery"]["violation_count"] == 11
+
+
+def test_a_retry_ladder_forked_by_a_copy_read_again_after_a_rebalance(monkeypatch):
+    """Triaged from 600 generated runs (seeds 990000000-990000599): GroupA-0 failed %RETRY%GroupA #73 at 26.892 s
+    while the broker was shutting down (both send-backs failed: a local retry, 5 s later, held the queue's offset at
+    73); it failed #74-#90 after the restart and sent them back. The first heartbeats at 31 s re-registered the
+    group one client at a time: the rebalance dropped the queue (offset 73 persisted) and took it again, and #90
+    (retry 1) was failed and sent back a second time at 31.235 s. That second ladder's retry 3 came at 121.835 s,
+    after the first ladder's dead letter at 120.735 s."""
+    import model.invariants as invariants
+
+    result = _run(990000012)
+    assert not _failed(result)
+    events = result.history.events
+    dropped = [e for e in events if e["kind"] == "log" and "processQueue is dropped" in e["message"]]
+    assert dropped and "%RETRY%GroupA" in dropped[0]["message"]
+    twice = [e for e in events if e["kind"] == "consume" and e["group"] == "GroupA"
+             and e["queue_topic"] == "%RETRY%GroupA" and e["queue_offset"] == 90]
+    assert [e["t_ms"] for e in twice] == [30_137, 31_235] and {e["reconsume_times"] for e in twice} == {1}
+    monkeypatch.setattr(invariants, "_forked_by_a_repeated_consume", lambda ix, evs, consumes, again: False)
+    (v,) = _check(result)["dlq_after_max_retries"]["violations"]
+    assert v["msg_id"].endswith("0062") and "as retry 3 after it was dead-lettered" in v["explanation"]
