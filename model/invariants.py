@@ -962,6 +962,47 @@ def _repeat_after_a_crash(ix: _Index, consumes: list[dict], again: dict) -> bool
                and any(a["seq"] < s < b["seq"] for s in crashes) for i, a in enumerate(copies) for b in copies[i + 1:])
 
 
+PULL_OFFSET_FIXED = re.compile(r"fix the pull request offset, MessageQueue\(topic='([^']+)', broker_name='[^']*', "
+                               r"queue_id=(\d+)\) (-?\d+)")
+
+
+def _pull_offset_fixes(ix: _Index) -> list[tuple[int, str, str, int, int]]:
+    """(seq, group, topic, queue id, offset) of each delayed OFFSET_ILLEGAL fix a client logged (its WARN line
+    names the offset it set and persisted); the group from the client's ``consumer_start``."""
+    groups = {e["client_id"].split("@")[0]: e["group"] for e in ix.by_kind["consumer_start"]}
+    fixes = []
+    for e in ix.by_kind["log"]:
+        m = PULL_OFFSET_FIXED.match(e["message"]) if e["logger"].startswith("RocketmqClient@") else None
+        group = groups.get(e["logger"].partition("@")[2])
+        if m is not None and group is not None:
+            fixes.append((e["seq"], group, m.group(1), int(m.group(2)), int(m.group(3))))
+    return fixes
+
+
+def _forked_by_a_late_offset_fix(ix: _Index, consumes: list[dict], again: dict, ctx: RunContext) -> bool:
+    """4.9.8: the client answers OFFSET_ILLEGAL by marking the ProcessQueue dropped and, 10 s later, setting the
+    offset to nextBeginOffset (not increase-only), persisting it and calling removeProcessQueue(mq)
+    (DefaultMQPushConsumerImpl.pullMessage). A rebalance within those 10 s may have put a new ProcessQueue there
+    (the queue went to the other instance and back while the restarted broker relearned its consumers); the task
+    rewinds the group's offset under what that queue consumed and removes it, and the next rebalance pulls those
+    copies again. A failed one is sent back twice: two retry ladders, and ``again`` may be the second one's after
+    the first one's dead letter (explore seed 990000087: a 2 s rollback, GroupA's pull at 19 moved to 15, a new
+    queue consumed 19-23 from 19, the fix at 62.113 s put the group back to 15; retry 1 at #20 failed at 61.504 s
+    and again at 82.002 s). Recognised by the fix's WARN line for the copy's queue, at or below its offset, between
+    two failed consumes of one copy, and fewer dead letters before ``again`` than ladders."""
+    if not ctx.era.startswith("4."):
+        return False  # 5.2.0+ (#7635) runs the fix at once on the queue it dropped, then rebalances
+    fixes = [f for f in _pull_offset_fixes(ix) if f[1] == again["group"]]
+    failed = [c for c in consumes if c["seq"] < again["seq"] and c["status"] != CONSUME_SUCCESS]
+    forks = sum(1 for i, b in enumerate(failed) if any(
+        _copy_of(a) == _copy_of(b) and any(a["seq"] < seq < b["seq"] and (topic, queue_id) == _copy_of(b)[:2]
+                                           and offset <= b["queue_offset"] for seq, _g, topic, queue_id, offset in fixes)
+        for a in failed[:i]))
+    dead = sum(1 for e in ix.by_msg[again["msg_id"]]
+               if e["kind"] == "dlq" and e["group"] == again["group"] and e["seq"] < again["seq"])
+    return forks > 0 and dead < 1 + forks
+
+
 def check_dlq_after_max_retries(ix: _Index, ctx: RunContext) -> dict:
     violations = []
     checked = 0
@@ -1022,7 +1063,7 @@ def check_dlq_after_max_retries(ix: _Index, ctx: RunContext) -> dict:
                     seen_copies = {_copy_of(c) for c in consumes if c["seq"] < dead["seq"]}
                     after = [c for c in consumes if c["seq"] > dead["seq"] and not _repeat_after_a_crash(ix, consumes, c)
                              and c["reconsume_times"] not in preset and _copy_of(c) not in seen_copies
-                             and not _another_ladder(events, g, c)]
+                             and not _another_ladder(events, g, c) and not _forked_by_a_late_offset_fix(ix, consumes, c, ctx)]
                     if after:
                         problem = f"delivered to {group} as retry {after[0]['reconsume_times']} after it was dead-lettered"
                 if problem is not None:
