@@ -466,14 +466,8 @@ class _Index:
     def _pull_offsets_moved(self) -> list[tuple[int, str, str, int, int, int]]:
         """(seq, group, topic, queue id, from, to) of each OFFSET_ILLEGAL a client answered by moving its pull
         offset down (from > to), read from the client's WARN line; the group from its ``consumer_start``."""
-        groups = {e["client_id"].split("@")[0]: e["group"] for e in self.by_kind["consumer_start"]}
-        moved = []
-        for e in self.by_kind["log"]:
-            m = PULL_OFFSET_ILLEGAL.match(e["message"]) if e["logger"].startswith("RocketmqClient@") else None
-            group = groups.get(e["logger"].partition("@")[2])
-            if m is not None and group is not None and int(m.group(3)) > int(m.group(4)):
-                moved.append((e["seq"], group, m.group(1), int(m.group(2)), int(m.group(3)), int(m.group(4))))
-        return moved
+        return [(seq, group, m.group(1), int(m.group(2)), int(m.group(3)), int(m.group(4)))
+                for seq, group, m in _client_lines(self, PULL_OFFSET_ILLEGAL) if int(m.group(3)) > int(m.group(4))]
 
     def below_a_moved_pull_offset(self, msg_id: str, group: str, after_seq: int = -1) -> bool:
         """A store rollback (or a power failure) cut a queue back while the group's consumer had pulled past the
@@ -940,6 +934,24 @@ def _another_ladder(events: list[dict], g: GroupInfo, c: dict) -> bool:
     return stored >= 2 and dead < stored
 
 
+def _client_lines(ix: _Index, pattern: re.Pattern) -> list[tuple[int, str, re.Match]]:
+    """(seq, group, match) of each line of a consumer client's log that ``pattern`` matches; the group from the
+    client's ``consumer_start``."""
+    groups = {e["client_id"].split("@")[0]: e["group"] for e in ix.by_kind["consumer_start"]}
+    lines = []
+    for e in ix.by_kind["log"]:
+        if e["logger"].startswith("RocketmqClient@"):
+            m = pattern.match(e["message"])
+            group = groups.get(e["logger"].partition("@")[2])
+            if m is not None and group is not None:
+                lines.append((e["seq"], group, m))
+    return lines
+
+
+PROCESS_QUEUE_DROPPED = re.compile(r"processQueue is dropped without process consume result\. "
+                                   r"MessageQueue\(topic='([^']+)', broker_name='[^']*', queue_id=(\d+)\)")
+
+
 def _sent_back(events: list[dict], c: dict) -> bool:
     """The failed attempt ``c``'s send-back stored a retry copy: a send-back of its count recorded with it (in its
     step, before the group's next consume of the message) went through, by the broker or the producer fallback."""
@@ -961,9 +973,17 @@ def _forked_by_a_repeated_consume(ix: _Index, events: list[dict], consumes: list
     one) persists that offset, and the queue is pulled again from it (RebalancePushImpl
     .removeUnnecessaryMessageQueue, computePullFromWhere). A copy already failed and sent back is consumed again
     with the same reconsumeTimes and sent back again: a second ladder, and ``again`` may be its retry while fewer
-    dead letters than ladders came before it. Recognised by a copy failed twice (same count), no offset of the
-    group committed past it in between, each attempt's send-back storing a retry copy. One consume sent back
-    twice (no_contains_message_check) forks nothing here and stays a violation; the repeats are duplicates'."""
+    dead letters than ladders came before it. Recognised by a copy failed twice (same count), the group's client
+    logging between them that the copy's queue was dropped under a consume (the rebalance itself logs at INFO,
+    which the history does not keep), no offset of the group committed past the copy in between, and each
+    attempt's send-back storing a retry copy. One consume sent back twice (no_contains_message_check) forks
+    nothing here and stays a violation."""
+    drops = [(seq, group, m.group(1), int(m.group(2))) for seq, group, m in _client_lines(ix, PROCESS_QUEUE_DROPPED)]
+
+    def dropped_between(a: dict, b: dict) -> bool:
+        return any(a["seq"] < seq < b["seq"] and group == b["group"] and (topic, queue_id) == _copy_of(b)[:2]
+                   for seq, group, topic, queue_id in drops)
+
     def committed_past(a: dict, b: dict) -> bool:
         return any(a["seq"] < e["seq"] < b["seq"] and e["group"] == b["group"] and e["topic"] == _copy_of(b)[0]
                    and e["queue_id"] == b["queue_id"] and e["offset"] > b["queue_offset"]
@@ -973,7 +993,7 @@ def _forked_by_a_repeated_consume(ix: _Index, events: list[dict], consumes: list
               and c["reconsume_times"] < again["reconsume_times"]]
     forks = sum(1 for i, b in enumerate(failed) if _sent_back(events, b) and any(
         _copy_of(a) == _copy_of(b) and a["reconsume_times"] == b["reconsume_times"] and _sent_back(events, a)
-        and not committed_past(a, b) for a in failed[:i]))
+        and dropped_between(a, b) and not committed_past(a, b) for a in failed[:i]))
     dead = sum(1 for e in events if e["kind"] == "dlq" and e["group"] == again["group"] and e["seq"] < again["seq"])
     return forks > 0 and dead < 1 + forks
 
@@ -998,6 +1018,41 @@ def _repeat_after_a_crash(ix: _Index, consumes: list[dict], again: dict) -> bool
               and e["reconsume_times"] <= again["reconsume_times"]]
     return any((a["topic"], a["reconsume_times"]) == (b["topic"], b["reconsume_times"])
                and any(a["seq"] < s < b["seq"] for s in crashes) for i, a in enumerate(copies) for b in copies[i + 1:])
+
+
+PULL_OFFSET_FIXED = re.compile(r"fix the pull request offset, MessageQueue\(topic='([^']+)', broker_name='[^']*', "
+                               r"queue_id=(\d+)\) (-?\d+)")
+
+
+def _pull_offset_fixes(ix: _Index) -> list[tuple[int, str, str, int, int]]:
+    """(seq, group, topic, queue id, offset) of each delayed OFFSET_ILLEGAL fix a client logged (its WARN line
+    names the offset it set and persisted); the group from the client's ``consumer_start``."""
+    return [(seq, group, m.group(1), int(m.group(2)), int(m.group(3)))
+            for seq, group, m in _client_lines(ix, PULL_OFFSET_FIXED)]
+
+
+def _forked_by_a_late_offset_fix(ix: _Index, consumes: list[dict], again: dict, ctx: RunContext) -> bool:
+    """4.9.8: the client answers OFFSET_ILLEGAL by marking the ProcessQueue dropped and, 10 s later, setting the
+    offset to nextBeginOffset (not increase-only), persisting it and calling removeProcessQueue(mq)
+    (DefaultMQPushConsumerImpl.pullMessage). A rebalance within those 10 s may have put a new ProcessQueue there
+    (the queue went to the other instance and back while the restarted broker relearned its consumers); the task
+    rewinds the group's offset under what that queue consumed and removes it, and the next rebalance pulls those
+    copies again. A failed one is sent back twice: two retry ladders, and ``again`` may be the second one's after
+    the first one's dead letter (explore seed 990000087: a 2 s rollback, GroupA's pull at 19 moved to 15, a new
+    queue consumed 19-23 from 19, the fix at 62.113 s put the group back to 15; retry 1 at #20 failed at 61.504 s
+    and again at 82.002 s). Recognised by the fix's WARN line for the copy's queue, at or below its offset, between
+    two failed consumes of one copy, and fewer dead letters before ``again`` than ladders."""
+    if not ctx.era.startswith("4."):
+        return False  # 5.2.0+ (#7635) runs the fix at once on the queue it dropped, then rebalances
+    fixes = [f for f in _pull_offset_fixes(ix) if f[1] == again["group"]]
+    failed = [c for c in consumes if c["seq"] < again["seq"] and c["status"] != CONSUME_SUCCESS]
+    forks = sum(1 for i, b in enumerate(failed) if any(
+        _copy_of(a) == _copy_of(b) and any(a["seq"] < seq < b["seq"] and (topic, queue_id) == _copy_of(b)[:2]
+                                           and offset <= b["queue_offset"] for seq, _g, topic, queue_id, offset in fixes)
+        for a in failed[:i]))
+    dead = sum(1 for e in ix.by_msg[again["msg_id"]]
+               if e["kind"] == "dlq" and e["group"] == again["group"] and e["seq"] < again["seq"])
+    return forks > 0 and dead < 1 + forks
 
 
 def check_dlq_after_max_retries(ix: _Index, ctx: RunContext) -> dict:
@@ -1061,7 +1116,8 @@ def check_dlq_after_max_retries(ix: _Index, ctx: RunContext) -> dict:
                     after = [c for c in consumes if c["seq"] > dead["seq"] and not _repeat_after_a_crash(ix, consumes, c)
                              and c["reconsume_times"] not in preset and _copy_of(c) not in seen_copies
                              and not _another_ladder(events, g, c)
-                             and not _forked_by_a_repeated_consume(ix, events, consumes, c)]
+                             and not _forked_by_a_repeated_consume(ix, events, consumes, c)
+                             and not _forked_by_a_late_offset_fix(ix, consumes, c, ctx)]
                     if after:
                         problem = f"delivered to {group} as retry {after[0]['reconsume_times']} after it was dead-lettered"
                 if problem is not None:

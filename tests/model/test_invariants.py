@@ -721,19 +721,35 @@ def test_dlq_holds_for_a_retry_chain_forked_by_a_crash():
 
 
 def _ladder_forked_by_a_rebalance(repeat_offset: int = 1, repeat_sent_back: str = "ok", committed: int | None = None,
-                                  second_dlq: bool = False) -> H:
+                                  second_dlq: bool = False, drop: tuple[str, str, int] | None = ("G-0", "%RETRY%G", 0),
+                                  drop_after_the_repeat: bool = False) -> H:
     """Explore seed 990000012 (5.3.3): retry 1 (copy %RETRY%G #1) fails and is sent back; a rebalance drops the
     ProcessQueue, whose offset an earlier attempt awaiting its local retry held below #1, and the queue is pulled
     again from there: #1 is consumed again (same count) and sent back again. Two ladders: one reaches the DLQ, the
-    other's retry 2 comes after it. ``committed``: an offset the group committed between the two reads."""
-    h = _ladder(H().send(0, A), A, 1)
+    other's retry 2 comes after it. ``committed``: an offset the group committed between the two reads; ``drop``:
+    the (client, topic, queue id) of the "processQueue is dropped" WARN between the reads (None: no such line)."""
+    h = H()
+    for owner, group in (("G-0", "G"), ("H-0", "H")):
+        h.add(0, "consumer_start", group=group, client_id=f"{owner}@sim", topic="T", subscription="*",
+              model="CLUSTERING", max_reconsume_times=2)
+    h = _ladder(h.send(0, A), A, 1)
     h.consume(10_102, A, status="RECONSUME_LATER", reconsume_times=1, queue_topic="%RETRY%G", queue_offset=1)
     h.send_back(10_102, A, 1)
     if committed is not None:
         h.commit(10_500, committed, topic="%RETRY%G")
+    def dropped(t_ms: int) -> None:
+        client, topic, queue_id = drop
+        h.add(t_ms, "log", level="WARN", logger=f"RocketmqClient@{client}", fault_site=None,
+              message=f"processQueue is dropped without process consume result. MessageQueue(topic='{topic}', "
+                      f"broker_name='broker-a', queue_id={queue_id})")
+
+    if drop is not None and not drop_after_the_repeat:
+        dropped(10_800)
     h.consume(11_000, A, status="RECONSUME_LATER", reconsume_times=1, queue_topic="%RETRY%G",
               queue_offset=repeat_offset)
     h.send_back(11_000, A, 1, result=repeat_sent_back)
+    if drop is not None and drop_after_the_repeat:
+        dropped(11_200)
     h.consume(40_202, A, status="RECONSUME_LATER", reconsume_times=2, queue_topic="%RETRY%G", queue_offset=2)
     h.send_back(40_202, A, 2).dlq(40_202, A, 3)
     if second_dlq:
@@ -757,6 +773,56 @@ def test_dlq_fails_after_the_dead_letter_without_a_copy_read_twice_and_sent_back
     assert_holds("dlq_after_max_retries", _ladder_forked_by_a_rebalance(committed=1))
     # both ladders were dead-lettered before: a third retry 2 is one past the DLQ
     assert_fails("dlq_after_max_retries", _ladder_forked_by_a_rebalance(second_dlq=True), A, *words)
+    # no sign of a dropped queue between the reads: none at all, another group's client, another queue, too late
+    for drop in (None, ("H-0", "%RETRY%G", 0), ("G-0", "%RETRY%G", 1), ("G-0", "T", 0)):
+        assert_fails("dlq_after_max_retries", _ladder_forked_by_a_rebalance(drop=drop), A, *words)
+    assert_fails("dlq_after_max_retries", _ladder_forked_by_a_rebalance(drop_after_the_repeat=True), A, *words)
+def _forked_by_a_late_offset_fix(fix_t: int = 20_000, fixed_to: int = 1, client: str = "G-0",
+                                 again_status: str = "RECONSUME_LATER", second_dead: bool = False) -> H:
+    """Explore seed 990000087 (4.9.8): retry 1 (%RETRY%G #1) failed and was sent back; a delayed OFFSET_ILLEGAL fix
+    of an older pull put G back to ``fixed_to``, so #1 was consumed again and sent back again: two ladders. The
+    first one's retry 2 (#2) is dead-lettered; the second one's (#3) comes after it."""
+    h = H()
+    for owner, group in (("G-0", "G"), ("H-0", "H")):
+        h.add(0, "consumer_start", group=group, client_id=f"{owner}@sim", topic="T", subscription="*",
+              model="CLUSTERING", max_reconsume_times=2)
+    h.send(0, A).store(0, A)
+    _ladder(h, A, 2)  # rt 0 at T #0 (t=2), rt 1 at %RETRY%G #1 (t=10102), both sent back
+    h.add(fix_t, "log", level="WARN", logger=f"RocketmqClient@{client}", fault_site=None,
+          message=f"fix the pull request offset, MessageQueue(topic='%RETRY%G', broker_name='broker-a', queue_id=0) "
+                  f"{fixed_to}")
+    h.consume(21_000, A, status=again_status, reconsume_times=1, queue_topic="%RETRY%G", queue_offset=1)
+    if again_status != "CONSUME_SUCCESS":
+        h.send_back(21_000, A, 1)
+    h.consume(40_202, A, status="RECONSUME_LATER", reconsume_times=2, queue_topic="%RETRY%G", queue_offset=2)
+    h.send_back(40_202, A, 2).dlq(40_202, A, 3)
+    if second_dead:  # the second ladder's retry 2 fails too: both ladders are dead-lettered
+        h.consume(51_000, A, status="RECONSUME_LATER", reconsume_times=2, queue_topic="%RETRY%G", queue_offset=3)
+        h.send_back(51_000, A, 2).dlq(51_000, A, 3)
+        h.consume(60_000, A, reconsume_times=2, queue_topic="%RETRY%G", queue_offset=4)
+    else:
+        h.consume(51_000, A, reconsume_times=2, queue_topic="%RETRY%G", queue_offset=3)
+    h.events.sort(key=lambda e: e["t_ms"])  # the fix line where its time puts it
+    for seq, e in enumerate(h.events):
+        e["seq"] = seq
+    return h
+
+
+def test_dlq_holds_for_a_retry_chain_forked_by_a_late_4x_offset_fix():
+    assert_holds("dlq_after_max_retries", _forked_by_a_late_offset_fix(), ERA4)
+    assert_holds("dlq_after_max_retries", _forked_by_a_late_offset_fix(fixed_to=0), ERA4)  # further back
+
+
+def test_dlq_fails_after_the_dead_letter_without_the_late_offset_fix_that_forked_the_chain():
+    after = "as retry 2 after it was dead-lettered"
+    assert_fails("dlq_after_max_retries", _forked_by_a_late_offset_fix(), A, after)  # 5.3.3 fixes at once
+    for variant in (dict(fixed_to=2),  # the fix rewound the group above the copy: not what was pulled again
+                    dict(fix_t=5_000),  # before the first consume of the copy
+                    dict(fix_t=30_000),  # after the repeat
+                    dict(client="H-0"),  # another group's client
+                    dict(again_status="CONSUME_SUCCESS"),  # the repeat succeeded: one ladder
+                    dict(second_dead=True)):  # both ladders dead-lettered: a third retry is one too many
+        assert_fails("dlq_after_max_retries", _forked_by_a_late_offset_fix(**variant), A, after, context=ERA4)
 
 
 def test_dlq_fails_too_early():

@@ -92,6 +92,9 @@ and watching the invariant fail again.
 |  |  | retry held the ProcessQueue's offset; the restarted broker forgot the group, the heartbeats' rebalance | |
 |  |  | dropped the queue and pulled it again from there: a copy already sent back was failed and sent back again | |
 |  |  | (two ladders); the second's retry 3 came after the first's dead letter | |
+| 990000087 | dlq_after_max_retries | 4.9.8: a rollback moved a pull offset (OFFSET_ILLEGAL); its fix, 10 s later, | excuse |
+|  |  | rewound the group under a ProcessQueue a rebalance had made meanwhile: a failed retry consumed | |
+|  |  | again was sent back twice, and the second ladder's retry came after the first one's dead letter | |
 """
 
 from __future__ import annotations
@@ -112,7 +115,7 @@ from sim.run import run_scenario
 REPRO = Path(__file__).resolve().parent.parent / "data" / "repro"
 SEEDS = (4, 5, 10, 17, 19, 31, 41, 61, 70, 71, 77, 95, 131, 166, 233, 251, 282, 371, 399, 511, 3735928559, 3389118813,
          1655531201, 1655531205, 1655531208, 1200000050, 900000578, 910000265, 910000395, 910000238,
-         910000562, 930000445, 940000253, 940000198, 950000360, 990000012)
+         910000562, 930000445, 940000253, 940000198, 950000360, 990000012, 990000087)
 # Seeds whose cause another seed of the table shares (5, 31 as 10; 71 as 17; 77 as 70; 251 as 233; 166's FIFO wait
 # behind a copy stored before a backwards step and 19's poll per CQ file crossed, both in 1655531201's run): they
 # hold in the slow tier, with their excuse tests.
@@ -716,3 +719,25 @@ def test_a_retry_ladder_forked_by_a_copy_read_again_after_a_rebalance(monkeypatc
     monkeypatch.setattr(invariants, "_forked_by_a_repeated_consume", lambda ix, evs, consumes, again: False)
     (v,) = _check(result)["dlq_after_max_retries"]["violations"]
     assert v["msg_id"].endswith("0062") and "as retry 3 after it was dead-lettered" in v["explanation"]
+def test_a_late_4x_offset_fix_rewinds_a_rebalanced_queue_and_forks_a_retry_chain(monkeypatch):
+    """Triaged from 600 generated runs (seeds 990000000-990000599): 4.9.8, a 2 s rollback; GroupA-0's pull of
+    %RETRY%GroupA at 19 was moved to 15 at 52.113 s (ProcessQueue dropped, fix 10 s later). At 61 s the restarted
+    broker's consumer list moved the queue to GroupA-1 and back: a new ProcessQueue read from 19 and consumed 19-23;
+    the fix at 62.113 s set the group to 15 and removed that queue, so 15-23 came again at 81.5 s. Retry 1 of
+    ...0031 (#20) failed both times and was sent back twice: the first ladder's retry 2 was dead-lettered at
+    92.013 s, the second one's consumed at 112.511 s."""
+    import model.invariants as invariants
+
+    result = _run(990000087)
+    assert not _failed(result)
+    events = result.history.events
+    fix = [e for e in events if e["kind"] == "log" and e["logger"] == "RocketmqClient@GroupA-0"
+           and e["message"].startswith("fix the pull request offset, MessageQueue(topic='%RETRY%GroupA'")]
+    assert [(e["t_ms"], e["message"][-3:]) for e in fix] == [(62_113, " 15")]
+    twice = [e["t_ms"] for e in events if e["kind"] == "consume" and e["group"] == "GroupA"
+             and e["queue_topic"] == "%RETRY%GroupA" and e["queue_offset"] == 20]
+    assert twice == [61_504, 82_002]
+    assert "dlq_after_max_retries" in _check(result, [e for e in events if e not in fix])
+    monkeypatch.setattr(invariants, "_forked_by_a_late_offset_fix", lambda ix, consumes, again, ctx: False)
+    (violation,) = _check(result)["dlq_after_max_retries"]["violations"]
+    assert violation["msg_id"].endswith("0031") and "as retry 2 after it was dead-lettered" in violation["explanation"]
