@@ -49,14 +49,16 @@ class Clients:
         world = self.world
         recorder = world.recorder
         spec, rank = self.consumer_specs[owner]
+        network = SimNetwork(world, owner)
         consumer = DefaultMQPushConsumer(
-            SimNetwork(world, owner), world.clock, consumer_group=spec.group, client_id=f"{owner}@sim",
+            network, world.clock, consumer_group=spec.group, client_id=f"{owner}@sim",
             message_model=spec.model, max_reconsume_times=spec.max_reconsume_times,
             consume_from_where=spec.consume_from_where, offset_store_disk=world.client_disk,
             rng=world.rngs.stream(f"{owner}/client/{world.now_mono()}"), era=world.store_config.era,
             mutants=world.mutants, events=lambda kind, fields, o=owner: recorder.on_client_event(o, kind, fields),
             log=world.log_to(f"RocketmqClient@{owner}"),
         )
+        network.on_channel_active = consumer.on_channel_active
         consumer.attach_probes(world.probes)
         consumer.subscribe(spec.topic, spec.subscription)
         executor = ConsumeExecutor(world, owner, consumer, spec, world.rngs.stream(f"{owner}/listener"))

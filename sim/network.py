@@ -73,23 +73,42 @@ class SimNetwork:
         self.world = world
         self.client_owner = client_owner
         self.broker_name = world.broker_config.broker_name
+        self.channel_to = None  # the broker process this client's connection reaches (a restart closes it)
+        # called, after the request that opened it, when a connection opens that a heartbeat did not open
+        self.on_channel_active: Callable[[], None] | None = None
 
-    def _broker(self, writes: bool = True):
+    def _broker(self, writes: bool = True, heartbeat: bool = False):
         host = self.world.brokers
         broker = host.broker
         if broker is None:
             raise RemotingError("connect to broker-a failed: the broker is down", fault_site=host.down_site)
         host.on_client_request(writes)
+        if broker is not self.channel_to:
+            self.channel_to = broker
+            if not heartbeat and self.on_channel_active is not None:
+                # the event executor's heartbeat follows the request that opened the connection (a heartbeat
+                # that opens it holds the heartbeat lock, and the listener's tryLock fails quietly)
+                self._after_this_request(self.on_channel_active)
         return broker
 
-    def _call(self, fn, writes: bool = True):
+    def _after_this_request(self, action: Callable[[], None]) -> None:
+        world = self.world
+
+        def run() -> None:
+            action()
+            world.scheduler.touch(self.client_owner)
+
+        world.network_service.deliver_at(world.now_mono(), run)
+        world.scheduler.touch("network")
+
+    def _call(self, fn, writes: bool = True, heartbeat: bool = False):
         """Only the modelled outcomes cross the wire: an answer, an error answer (``MQBrokerException``), or
         the injected crash (seen by the client as a closed connection). Any other exception is a bug in the
         broker and propagates: the run stops with a simulator error, never a "failed request".
 
         ``writes=False``: a request that never writes the store's files (a pull, an offset update), so the
         flush services need not be asked for their next wake-up again."""
-        broker = self._broker(writes)
+        broker = self._broker(writes, heartbeat)
         try:
             return fn(broker)
         except BrokerCrash as crash:
@@ -140,7 +159,7 @@ class SimNetwork:
         return self._call(lambda b: b.search_offset(topic, queue_id, timestamp_ms))
 
     def heart_beat(self, client_id: str, group: str, message_model: str, topics: list[str]) -> None:
-        self._call(lambda b: b.heart_beat(client_id, group, message_model, topics))
+        self._call(lambda b: b.heart_beat(client_id, group, message_model, topics), heartbeat=True)
 
     def unregister_client(self, client_id: str, group: str) -> None:
         self._call(lambda b: b.unregister_client(client_id, group))

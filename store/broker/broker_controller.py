@@ -102,8 +102,8 @@ class BrokerController:
         )
         self.pull_processor = PullMessageProcessor(
             self.message_store, self.topic_config_manager, self.subscription_group_manager,
-            self.consumer_offset_manager,
-            overflow_badly_to_min="overflow_badly_to_min" in mutants,
+            self.consumer_offset_manager, self.consumer_manager,
+            overflow_badly_to_min="overflow_badly_to_min" in mutants, log=log.named("PullMessageProcessor"),
         )
         # The 5.x timer wheel (ROCKETMQ.md 7); 4.x has none, and its put hook routes delay levels only.
         self.timer_message_store: TimerMessageStore | None = None

@@ -15,11 +15,13 @@ from ..client.api import (
     ResponseCode,
 )
 from ..consumer_offset import ConsumerOffsetManager
+from ..log import StoreLog, as_log
 from ..message import tags_string_to_tags_code
 from ..message_store import DefaultMessageStore, GetMessageStatus
 from ..probes import NO_PROBES
 from ..subscription_group import SubscriptionGroupManager
 from ..topic_config import TopicConfigManager, is_readable
+from .consumer_manager import ConsumerManager
 
 BROKER_SUSPEND_MAX_TIME_MS = 15_000  # the client's brokerSuspendMaxTimeMillis
 HOLD_CHECK_INTERVAL_MS = 5000  # PullRequestHoldService with long polling
@@ -67,14 +69,18 @@ class PullMessageProcessor:
         topics: TopicConfigManager,
         groups: SubscriptionGroupManager,
         offsets: ConsumerOffsetManager,
+        consumers: ConsumerManager,
         *,
         client_host: str = "127.0.0.1",
         overflow_badly_to_min: bool = False,
+        log: StoreLog | None = None,
     ) -> None:
         self.store = store
         self.topics = topics
         self.groups = groups
         self.offsets = offsets
+        self.consumers = consumers
+        self.log = as_log(log, "PullMessageProcessor")
         self.overflow_badly_to_min = overflow_badly_to_min  # <= 4.9.3 (#4215)
         self.client_host = client_host
         self.held: dict[tuple[str, int], list[_HeldRequest]] = {}
@@ -85,6 +91,8 @@ class PullMessageProcessor:
         try:
             code, result = self.pull(request)
         except MQBrokerException as error:
+            if error.code == ResponseCode.SUBSCRIPTION_NOT_EXIST:
+                self.log.warn(error.remark)  # here, not in ``pull``: a driver's read-only look logs nothing
             callback(error)
             return
         if code == ResponseCode.PULL_NOT_FOUND and allow_suspend and request.suspend:
@@ -111,6 +119,16 @@ class PullMessageProcessor:
             raise MQBrokerException(ResponseCode.NO_PERMISSION, f"the topic[{request.topic}] pulling is forbidden")
         if request.queue_id < 0 or request.queue_id >= tc.read_queue_nums:
             raise MQBrokerException(ResponseCode.SYSTEM_ERROR, f"queueId[{request.queue_id}] is illegal")
+        # The client does not post its subscription with a pull (postSubscriptionWhenPull is false), so the broker
+        # judges the pull by the group's heartbeats: a restarted broker knows no group until its clients' next
+        # heartbeat (every 30 s; 5.x clients send one as soon as they reconnect). Both tags.
+        info = self.consumers.groups.get(request.consumer_group)
+        if info is None:
+            raise MQBrokerException(ResponseCode.SUBSCRIPTION_NOT_EXIST,
+                                    f"the consumer's group info not exist, group: {request.consumer_group}")
+        if request.topic not in info.topics:
+            raise MQBrokerException(ResponseCode.SUBSCRIPTION_NOT_EXIST, f"the consumer's subscription not exist, "
+                                    f"group: {request.consumer_group}, topic:{request.topic}")
         got = self.store.get_message(request.consumer_group, request.topic, request.queue_id,
                                      request.queue_offset, request.max_msg_nums,
                                      tags_filter_of(request.sub_expression))

@@ -293,12 +293,23 @@ class DefaultMQPushConsumer:
             return
         self.offset_store.persist_all(list(self.rebalance_impl.process_queue_table))
 
-    def send_heartbeat(self) -> None:
+    def send_heartbeat(self) -> bool:
         try:
             self.api.heart_beat(self.client_id, self.consumer_group, self.message_model,
                                 list(self.rebalance_impl.subscription_inner))
         except REQUEST_ERRORS as error:
             self.log.warn(f"send heart beat to broker exception: {error}", error)
+            return False
+        return True
+
+    def on_channel_active(self) -> None:
+        """A new connection to the broker (after a restart) that a heartbeat did not open: 5.x clients send a
+        heartbeat at once and rebalance if it went through (enableHeartbeatChannelEventListener, on by default;
+        MQClientInstance.onChannelActive). 4.9.8 has no such listener: the group waits for the 30 s heartbeat."""
+        if self.era4 or self.service_state != RUNNING:
+            return
+        if self.send_heartbeat():
+            self.rebalance_immediately()
 
     def _create_process_queue(self) -> ProcessQueue:
         return ProcessQueue(self.clock, commit_max_offset=self.m_commit_max_offset)
