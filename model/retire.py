@@ -190,8 +190,9 @@ def retire(s: State, cfg: ModelConfig, compact: bool) -> State:
 # bound they grew about 64 bytes a state reached on m3/c1 (61 MiB after 1 M states; some 150 MiB a level at depth
 # 23 in every --workers process). A pure memo: the bound changes no state, only how often a part is recomputed.
 # Measured (serial): m3/c1 at 1.5 M states held 28 868 + 128 618 entries unbounded, 211 MiB peak RSS; bounded,
-# 176 MiB, with 185 000 more parts recomputed (a second or two); m2/c1 complete peaks at 6 502 + 37 776 entries,
-# below the bound. properties.successor_safety bounds its memos the same way, at the same size.
+# 176 MiB, with 185 000 more parts recomputed, lost in the CPU time's noise (108.8 s against 116.0 s); m2/c1
+# complete peaks at 6 502 + 37 776 entries, below the bound. properties.successor_safety bounds its memos the same
+# way, at the same size.
 MEMO_BOUND = 1 << 16
 
 
