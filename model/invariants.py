@@ -674,6 +674,28 @@ def _came_back_without_its_id(ix: _Index, attempt: dict) -> bool:
                for c in ix.by_kind["consume"])
 
 
+LOCAL_RETRY_DELAY_MS = 5000  # ConsumeMessageConcurrentlyService.submitConsumeRequestLater (4.9.8 and 5.3.3)
+
+
+def _local_retry_died_with_its_consumer(ix: _Index, attempt: dict) -> bool:
+    """Both send-backs of this failed attempt failed, so the client kept the message for a local retry
+    (``local-retry``: submitConsumeRequestLater, 5 s later, on an in-memory scheduled executor), and its consumer
+    was killed (kill -9) before that retry was due: the retry died with the process. The restarted consumer pulls
+    from the committed offset, which only brings the message back if its copy still lies there (the caller
+    requires that a fault destroyed it). Explore seed 1000000327 (5.3.3): a 10 s rollback destroyed the copy the
+    client was consuming, the broker was down for both send-backs, and the consumer crash 373 ms later killed the
+    retry. Recognised by the ``local-retry`` send-back of the attempt and a crash of its client within 5 s after."""
+    after = [e for e in ix.by_msg.get(attempt["msg_id"], ()) if e["seq"] > attempt["seq"]
+             and e["kind"] in ("consume", "send_back") and e["group"] == attempt["group"]]
+    back = next((e for e in after if e["kind"] == "send_back" and e.get("path") == "local-retry"), None)
+    if (back is None or back["reconsume_times"] != attempt["reconsume_times"] + 1
+            or any(e["kind"] == "consume" and e["seq"] < back["seq"] for e in after)):  # another attempt's
+        return False
+    owner = attempt["client_id"].split("@")[0]
+    return any(c["target"] == owner and back["seq"] < c["seq"] and c["t_ms"] < back["t_ms"] + LOCAL_RETRY_DELAY_MS
+               for c in ix.by_kind["crash"])
+
+
 def check_at_least_once_redelivery(ix: _Index, ctx: RunContext) -> dict:
     """A failed attempt, or a success its crashed consumer never committed, is followed by another attempt or a
     dead letter -- unless the message's next copy is due after the drain (``pending``, as in ``no_loss``)."""
@@ -699,8 +721,10 @@ def check_at_least_once_redelivery(ix: _Index, ctx: RunContext) -> dict:
             if attempt["status"] != CONSUME_SUCCESS:
                 checked += 1
                 # A fault before the attempt destroyed the copy it read, and the client's way back (the local
-                # retry of a failed send-back) died with its dropped ProcessQueue: RocketMQ itself loses it.
-                no_way_back = ix.consumed_copy_destroyed(attempt) and ix.local_retry_dropped(attempt)
+                # retry of a failed send-back) died with its dropped ProcessQueue, or with its killed consumer:
+                # RocketMQ itself loses it.
+                no_way_back = ix.consumed_copy_destroyed(attempt) and (
+                    ix.local_retry_dropped(attempt) or _local_retry_died_with_its_consumer(ix, attempt))
                 if (not later and not dead and not no_way_back
                         and not ix.lost_to_a_fault(msg_id, group, attempt["seq"])
                         and not _came_back_without_its_id(ix, attempt)):
