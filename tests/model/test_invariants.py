@@ -482,6 +482,42 @@ def test_redelivery_fails_when_the_local_retry_was_not_dropped_or_the_consumed_c
                      "never delivered to G again", context=c)
 
 
+def _local_retry_killed(crash_t: int = 30_374, target: str = "G-0", rolled_away: bool = True,
+                        local_retry_count: int | None = 1) -> H:
+    """Seed 1000000327: A's copy is stored and pulled; a rollback to an older copy destroys it; the listener
+    fails on the copy in memory, the broker is down for both send-backs, the client keeps A for a local retry
+    5 s later, and its consumer is killed (kill -9) before that: the retry dies with the process."""
+    h = H().send(0, A).store(25_000, A, queue_offset=7)
+    if rolled_away:
+        rollback(h, 30_000, lost=[A], restart_t=32_000)  # snapshot of 10_000: older than the copy
+    else:
+        h.crash(30_000).restart(32_000)
+    h.consume(30_001, A, status="RECONSUME_LATER", queue_offset=7).send_back(30_001, A, 0, result="failed")
+    if local_retry_count is not None:
+        h.add(30_001, "send_back", group="G", msg_id=A, reconsume_times=local_retry_count, delay_level=0,
+              result="ok", path="local-retry")
+    if crash_t is not None:
+        h.crash(crash_t, target=target).restart(crash_t + 2000, target=target)
+    return h.drain(40_000)
+
+
+def test_redelivery_holds_when_a_rollback_destroyed_the_consumed_copy_and_the_local_retry_died_with_its_consumer():
+    c = ctx(drain_start_ms=40_000)
+    assert assert_holds("at_least_once_redelivery", _local_retry_killed(), c)["checked"] == 1
+    assert assert_holds("at_least_once_redelivery", _local_retry_killed(crash_t=34_999), c)["checked"] == 1
+
+
+def test_redelivery_fails_when_the_local_retry_outlived_its_consumer_or_the_consumed_copy_survived():
+    c = ctx(drain_start_ms=40_000)
+    for h in (_local_retry_killed(crash_t=None),  # no consumer crash: the local retry must run
+              _local_retry_killed(crash_t=35_001),  # the crash came after the retry was due
+              _local_retry_killed(target="G-1"),  # another instance was killed
+              _local_retry_killed(rolled_away=False),  # the copy survived: the restarted consumer pulls it again
+              _local_retry_killed(local_retry_count=None),  # no local retry was kept (the attempt's own record)
+              _local_retry_killed(local_retry_count=2)):  # the local retry of another attempt
+        assert_fails("at_least_once_redelivery", h, A, "attempt 0", "never delivered to G again", context=c)
+
+
 # --- no_early_delivery ---------------------------------------------------------------------------------------
 def test_no_early_delivery_holds_on_time_and_after_a_clock_step_correction():
     on_time = H().send(0, A, level=2).deliver(5000, A, 2, due_ms=B0 + 5000)
