@@ -315,10 +315,10 @@ class _Index:
         return _quote(self.by_msg.get(msg_id, []))
 
     def lost_to_a_fault(self, msg_id: str, group: str | None = None, after_seq: int = -1) -> bool:
-        """The fault itself destroyed a copy: a power failure (ASYNC_FLUSH), a cut queue, a rolled-back store, a put
-        that stored nothing (``unstored``);
-        or, after a power failure or a rollback, the group's offset already stood past where the message was
-        stored, or its unit sits in a pull batch behind a stale one. ``after_seq``: only copies stored and
+        """The fault itself destroyed a copy: a power failure (ASYNC_FLUSH), a cut queue, a rolled-back store (or
+        RocketMQ answered PUT_OK and stored nothing: ``unstored``); or, after a power failure or a rollback, the
+        group's offset already stood past where the message was stored, or its unit sits in a pull batch behind a
+        stale one. ``after_seq``: only copies stored and
         faults struck after that event count (at_least_once_redelivery asks about the copy that was to come
         back after a failed attempt; no_loss about any copy)."""
         return (any(seq > after_seq for seq in self.cut_by_fault.get(msg_id, ()))
