@@ -1044,6 +1044,40 @@ def test_bounded_lateness_counts_polls_at_zeroed_files_for_copies_delivered_by_l
                  "delivered 450 ms late", "bound 311 ms", context=ten_per_file)
 
 
+def _torn_unit_delivered(due_ms: int | None = 0, crash_kind: str = "power", sq_offset: int = 25,
+                         t_deliver: int = 62_050) -> H:
+    # explore-1000000067 (4.9.8): A's level-5 copy (queue offset 25, due at 62 s) was stored before a power failure
+    # that tore its consume-queue unit at a sector boundary: offset and size kept, tagsCode zeroed. A later copy at
+    # level 4 (stored at 40 s, due at 70 s) came first in the history; the level delivered the torn unit when it
+    # reached it (due_ms 0, as the unit read).
+    h = H().send(0, A)
+    h.store(2000, A, topic="SCHEDULE_TOPIC_XXXX", queue_id=4, queue_offset=25)
+    h.events[-1]["due_ms"] = B0 + 62_000
+    h.crash(4000, crash_kind=crash_kind).restart(6000).drain(10_000)
+    h.store(40_000, A, topic="SCHEDULE_TOPIC_XXXX", queue_id=3, queue_offset=3)
+    h.events[-1]["due_ms"] = B0 + 70_000
+    h.deliver(t_deliver, A, 5, due_ms=due_ms, sq_offset=sq_offset)
+    return h.deliver(70_050, A, 4, due_ms=B0 + 70_000, sq_offset=3)
+
+
+def test_bounded_lateness_measures_a_torn_level_unit_from_the_copy_it_points_at():
+    # zeroed tagsCode, or only its last four bytes (the sector boundary 4 bytes into it): 50 ms late, not 22 s
+    assert assert_holds("bounded_lateness", _torn_unit_delivered())["checked"] == 2
+    assert_holds("bounded_lateness", _torn_unit_delivered(due_ms=(B0 + 62_000) >> 32 << 32))
+
+
+def test_bounded_lateness_fails_for_a_torn_unit_without_its_conditions_or_delivered_late():
+    # a process crash tears nothing: measured from the last stored copy (40 s), as before
+    assert_fails("bounded_lateness", _torn_unit_delivered(crash_kind="process"), A, "delivered 22050 ms late")
+    # a due time that is no torn form of the copy's
+    assert_fails("bounded_lateness", _torn_unit_delivered(due_ms=B0 + 1234), A, "delivered 22050 ms late")
+    # no copy of A at the queue offset the delivery names
+    assert_fails("bounded_lateness", _torn_unit_delivered(sq_offset=26), A, "delivered 22050 ms late")
+    # the torn unit's copy is still judged: 2 s after its due time
+    assert_fails("bounded_lateness", _torn_unit_delivered(t_deliver=64_000), A, "due at t=62000 ms",
+                 "delivered 2000 ms late")
+
+
 # --- duplicates ----------------------------------------------------------------------------------------------
 def _forked_chain(fork_crash: bool) -> H:
     """Attempt 0 fails and is sent back; the original is consumed again (with success) and the retry chain goes
