@@ -240,6 +240,7 @@ class CheckResult:
     workers: int = 1  # processes that expanded states (model/parallel.py); 1: this one
     worker_peak_rss_mb: float = 0.0  # the largest worker's peak resident memory (workers > 1)
     worker_cpu_seconds: float = 0.0  # of all workers together, included in cpu_seconds (workers > 1)
+    worker_expanded: int = 0  # states the workers expanded (workers > 1): past a stop, only the parts they began
     canon: Callable[[State], State] = field(default=identity, repr=False)  # the canonical form the graph holds
     renaming: Callable[[State], State] = field(default=identity, repr=False)  # its symmetry part (canonical or not)
 

@@ -10,6 +10,7 @@ not: delay levels, phase times; the groups come from the history's ``consumer_st
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from functools import cached_property
 
 from .stats import (
     POLL_SLACK_MS,
+    Lateness,
     delivery_lateness,
     due_mono_of_preloaded,
     due_mono_of_store,
@@ -315,10 +317,10 @@ class _Index:
         return _quote(self.by_msg.get(msg_id, []))
 
     def lost_to_a_fault(self, msg_id: str, group: str | None = None, after_seq: int = -1) -> bool:
-        """The fault itself destroyed a copy: a power failure (ASYNC_FLUSH), a cut queue, a rolled-back store, a put
-        that stored nothing (``unstored``);
-        or, after a power failure or a rollback, the group's offset already stood past where the message was
-        stored, or its unit sits in a pull batch behind a stale one. ``after_seq``: only copies stored and
+        """The fault itself destroyed a copy: a power failure (ASYNC_FLUSH), a cut queue, a rolled-back store (or
+        RocketMQ answered PUT_OK and stored nothing: ``unstored``); or, after a power failure or a rollback, the
+        group's offset already stood past where the message was stored, or its unit sits in a pull batch behind a
+        stale one. ``after_seq``: only copies stored and
         faults struck after that event count (at_least_once_redelivery asks about the copy that was to come
         back after a failed attempt; no_loss about any copy)."""
         return (any(seq > after_seq for seq in self.cut_by_fault.get(msg_id, ()))
@@ -674,6 +676,28 @@ def _came_back_without_its_id(ix: _Index, attempt: dict) -> bool:
                for c in ix.by_kind["consume"])
 
 
+LOCAL_RETRY_DELAY_MS = 5000  # ConsumeMessageConcurrentlyService.submitConsumeRequestLater (4.9.8 and 5.3.3)
+
+
+def _local_retry_died_with_its_consumer(ix: _Index, attempt: dict) -> bool:
+    """Both send-backs of this failed attempt failed, so the client kept the message for a local retry
+    (``local-retry``: submitConsumeRequestLater, 5 s later, on an in-memory scheduled executor), and its consumer
+    was killed (kill -9) before that retry was due: the retry died with the process. The restarted consumer pulls
+    from the committed offset, which only brings the message back if its copy still lies there (the caller
+    requires that a fault destroyed it). Explore seed 1000000327 (5.3.3): a 10 s rollback destroyed the copy the
+    client was consuming, the broker was down for both send-backs, and the consumer crash 373 ms later killed the
+    retry. Recognised by the ``local-retry`` send-back of the attempt and a crash of its client within 5 s after."""
+    after = [e for e in ix.by_msg.get(attempt["msg_id"], ()) if e["seq"] > attempt["seq"]
+             and e["kind"] in ("consume", "send_back") and e["group"] == attempt["group"]]
+    back = next((e for e in after if e["kind"] == "send_back" and e.get("path") == "local-retry"), None)
+    if (back is None or back["reconsume_times"] != attempt["reconsume_times"] + 1
+            or any(e["kind"] == "consume" and e["seq"] < back["seq"] for e in after)):  # another attempt's
+        return False
+    owner = attempt["client_id"].split("@")[0]
+    return any(c["target"] == owner and back["seq"] < c["seq"] and c["t_ms"] < back["t_ms"] + LOCAL_RETRY_DELAY_MS
+               for c in ix.by_kind["crash"])
+
+
 def check_at_least_once_redelivery(ix: _Index, ctx: RunContext) -> dict:
     """A failed attempt, or a success its crashed consumer never committed, is followed by another attempt or a
     dead letter -- unless the message's next copy is due after the drain (``pending``, as in ``no_loss``)."""
@@ -699,8 +723,10 @@ def check_at_least_once_redelivery(ix: _Index, ctx: RunContext) -> dict:
             if attempt["status"] != CONSUME_SUCCESS:
                 checked += 1
                 # A fault before the attempt destroyed the copy it read, and the client's way back (the local
-                # retry of a failed send-back) died with its dropped ProcessQueue: RocketMQ itself loses it.
-                no_way_back = ix.consumed_copy_destroyed(attempt) and ix.local_retry_dropped(attempt)
+                # retry of a failed send-back) died with its dropped ProcessQueue, or with its killed consumer:
+                # RocketMQ itself loses it.
+                no_way_back = ix.consumed_copy_destroyed(attempt) and (
+                    ix.local_retry_dropped(attempt) or _local_retry_died_with_its_consumer(ix, attempt))
                 if (not later and not dead and not no_way_back
                         and not ix.lost_to_a_fault(msg_id, group, attempt["seq"])
                         and not _came_back_without_its_id(ix, attempt)):
@@ -1273,6 +1299,40 @@ def _unmarked_file_start_polls(ix: _Index, ctx: RunContext) -> dict[int, list[in
     return out
 
 
+def _torn_tags_code(read_ms: int, stored_ms: int) -> bool:
+    """``read_ms`` is ``stored_ms`` with its last bytes zeroed: the 8-byte big-endian tagsCode of a unit whose
+    write a power failure tore at a sector boundary (the leading bytes reached the platter, the rest did not)."""
+    return read_ms != stored_ms and any(read_ms == stored_ms >> (8 * n) << (8 * n) for n in range(1, 9))
+
+
+def _measured_from_a_torn_unit(ix: _Index, r: Lateness) -> Lateness:
+    """A level delivery whose consume-queue unit a power failure tore, measured from the copy the unit points at.
+
+    A 20-byte unit can straddle a 512-byte sector (unit 25: bytes 500-519): a torn write keeps its commit-log
+    offset and size and zeroes the tagsCode, the deliver time the level trusts. Both eras keep such a unit
+    (ConsumeQueue.recover checks only offset >= 0 and size > 0; the re-dispatch finds it built, "Build consume
+    queue repeatedly"), and the level, FIFO, delivers it when it reaches it, as due. Its deliver event names the
+    torn due time, which no stored copy has, so ``delivery_lateness`` measured it from the message's last stored
+    copy, a later one (explore seed 1000000067, 4.9.8: a level-5 copy stored at 37.6 s, due at 97.6 s, torn by
+    the power failure at 44.3 s, delivered at 97.6 s, was judged 14.7 s late from a copy stored at 82.9 s). The
+    copy is the message's store at the level's queue offset the delivery names, before a power failure; its
+    lateness is measured from that copy's due time. Anything else is left as it was."""
+    deliver = next((e for e in ix.by_msg.get(r.msg_id, ()) if e["kind"] == "deliver" and e["t_ms"] == r.t_ms
+                    and e["level"] == r.level and isinstance(r.level, int)), None)
+    if deliver is None or deliver.get("schedule_queue_offset", -1) < 0:
+        return r
+    stores = [e for e in ix.by_msg[r.msg_id] if is_schedule_store(e) and e["seq"] < deliver["seq"]]
+    if any(e.get("due_ms") == deliver["due_ms"] for e in stores):
+        return r  # paired with its copy already
+    copy = next((e for e in reversed(stores) if e["topic"] == SCHEDULE_TOPIC and e["queue_id"] == r.level - 1
+                 and e["queue_offset"] == deliver["schedule_queue_offset"]), None)
+    if copy is None or "due_ms" not in copy or not _torn_tags_code(deliver["due_ms"], copy["due_ms"]) or not any(
+            copy["seq"] < c["seq"] < deliver["seq"] for c in ix.power_crashes):
+        return r
+    due_mono = due_mono_of_store(copy)
+    return dataclasses.replace(r, due_mono_ms=due_mono, lateness_ms=r.t_ms - due_mono)
+
+
 def check_bounded_lateness(ix: _Index, ctx: RunContext) -> dict:
     """In the drain, a message due well after the last fault is delivered within one poll of its due time.
 
@@ -1313,6 +1373,7 @@ def check_bounded_lateness(ix: _Index, ctx: RunContext) -> dict:
         error_polls[level].append(t_ms)
     first_deliveries: set[tuple] = set()
     for r in delivery_lateness(ix.events):
+        r = _measured_from_a_torn_unit(ix, r) if ix.power_crashes else r
         if (r.msg_id, r.level, r.due_mono_ms) in first_deliveries:
             continue  # the same copy again (a rewound level, a resurrected #495 unit, seed 1655531205): a duplicate
         first_deliveries.add((r.msg_id, r.level, r.due_mono_ms))

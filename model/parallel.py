@@ -20,6 +20,10 @@ an array table (``_Met``). What grows with the search is then the parent's colum
 A design that partitions states by fingerprint (each worker owns ``fp mod N``) would spare the parent's walk,
 but hands out ids in an order that depends on N; this one keeps the serial numbering.
 
+A search that stops in the middle of a level (a limit, a violation) sets an Event the workers look at before each
+part: each finishes at most the part it is expanding and answers, so the parent drains and stops them at once
+instead of waiting for the rest of the level; the result is the parent's alone, so it is the same.
+
 Only for searches whose graph is proven acyclic (no edges kept) and that stop at the first violation; a rank
 that does not drop raises ``_RankDidNotDrop`` at the state the serial search would, and ``check`` then
 restarts serially with the edge store, as it does without workers.
@@ -49,14 +53,14 @@ _UNJUDGED = 2  # a successor's safety verdict: not computed (see ``_expand``'s `
 
 
 class _Job:
-    """What every worker needs, fixed for one search (inherited through fork, never pickled). ``remake``: a
-    fresh ``canon`` (None when it keeps nothing), for ``_loop`` to drop the memos model/retire.py's
-    representative keeps."""
+    """What every worker needs, fixed for one search (inherited through fork, never pickled). ``halt``: a
+    multiprocessing Event the parent sets when the search stops in the middle of a level (a limit or a
+    violation); a worker looks at it before each part, so that it stops expanding what nobody will read."""
 
     def __init__(self, cfg: ModelConfig, symmetry: bool, collapse: bool, reduce: bool, canon, invariants,
-                 remake=None) -> None:
+                 halt) -> None:
         self.cfg, self.symmetry, self.collapse, self.reduce = cfg, symmetry, collapse, reduce
-        self.canon, self.invariants, self.remake = canon, invariants, remake
+        self.canon, self.invariants, self.halt = canon, invariants, halt
 
 
 class _Met:
@@ -296,10 +300,6 @@ class _Router:
 
 BLOB = 4096  # states per packed blob handed on (statestore.CHUNK: the bigger, the fewer bytes a state)
 LOOSE = 1 << 15  # successors a worker keeps unpacked per level before it packs them (packing costs 4-8 us a state)
-# model/retire.py's representative memoises the parts it met, with no bound: about 64 bytes a state reached on m3/c1
-# (measured: 61 MiB after 1 M states), in every worker, where it grew by some 150 MiB a level at depth 23. A worker
-# takes a fresh one (a pure memo: the same states) for its next part once it has expanded RENEW states with the old.
-RENEW = 1 << 16
 
 
 def _loop(conn, job: _Job) -> None:
@@ -312,7 +312,8 @@ def _loop(conn, job: _Job) -> None:
     produced: list[tuple[list | bytes, bytes]] = []  # per part: (the judged successors, loose or packed; judged)
     kept: list = []  # this worker's part of the next level (new states in id order), as _states' items
     me = -1  # this worker in its routes (no worker's index)
-    expanded = 0  # states expanded with this job.canon
+    expanded = 0  # states this worker expanded, over the whole search (reported at the stop)
+    halted = job.halt.is_set
     while True:
         message = conn.recv()
         kind = message[0]
@@ -325,11 +326,12 @@ def _loop(conn, job: _Job) -> None:
             met = _Met()
             # In parts, so that the parent walks the first ones while this worker computes the rest (and packs).
             for lo in range(0, max(size, 1), PART):
-                if job.remake is not None and expanded >= RENEW:
-                    job.canon, expanded = job.remake(), 0
+                if halted():  # the search stopped in this level: the rest of the slice is not read
+                    conn.send((True, None))
+                    break
                 slice_, made = list(islice(states, PART)), []
-                expanded += len(slice_)
                 part = _expand(job, slice_, safe_successor, aid_of, actions, made, met)
+                expanded += len(part[0])
                 last = lo + PART >= size or bool(len(part[2]) and part[2][-1] & _RANK)
                 conn.send((last, part))
                 judged = part[6].tobytes().translate(_JUDGED)
@@ -363,10 +365,11 @@ def _loop(conn, job: _Job) -> None:
             kept, handed = router.sent(me, BLOB)
             del router
             conn.send(handed)
-        else:  # stop: report what this process cost
+        else:  # stop: report what this process cost and did
             import resource
 
-            conn.send((time.process_time(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))  # wall-clock ok
+            conn.send((time.process_time(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,  # wall-clock ok
+                       expanded))
             return
 
 
@@ -402,7 +405,8 @@ class _Inbox:
                 return
 
     def drain(self) -> None:
-        """Read what the workers still send of this level (the search stopped in the middle of it)."""
+        """Read what the workers still send of this level (the search stopped in the middle of it and set the
+        halt): at most the part each is expanding, then its last message, ``(True, None)`` if it had not ended."""
         while not all(self.done):
             self._pump()
         for queue in self.queues:
@@ -481,15 +485,12 @@ def explore(cfg: ModelConfig, *, workers: int, symmetry: bool, fairness: bool, m
     if bad is not None:
         fail(bad[0], "safety", bad[1], 0)
 
-    remake = None
-    if representative is not None:
-        def remake():
-            return _then(_retire.reducer(cfg, retire, compact), renaming)
-    job = _Job(cfg, symmetry, collapse, reduce, canon, invariants, remake)
     context = multiprocessing.get_context("fork")
+    job = _Job(cfg, symmetry, collapse, reduce, canon, invariants, context.Event())
     conns, procs = [], []
     worker_cpu = 0.0
     worker_peak_mb = 0.0
+    worker_expanded = 0
     try:
         for _ in range(workers):
             mine, theirs = context.Pipe()
@@ -618,6 +619,7 @@ def explore(cfg: ModelConfig, *, workers: int, symmetry: bool, fairness: bool, m
                     break
                 made.append(len(parent) - before)
             if stop:
+                job.halt.set()
                 inbox.drain()
                 break
             if not sum(made):
@@ -649,9 +651,10 @@ def explore(cfg: ModelConfig, *, workers: int, symmetry: bool, fairness: bool, m
         for conn in conns:
             conn.send(("stop",))
         for conn in conns:
-            cpu, peak = _received(conn)
+            cpu, peak, expanded = _received(conn)
             worker_cpu += cpu
             worker_peak_mb = max(worker_peak_mb, peak)
+            worker_expanded += expanded
         for proc in procs:
             proc.join()
     finally:
@@ -664,4 +667,5 @@ def explore(cfg: ModelConfig, *, workers: int, symmetry: bool, fairness: bool, m
     _finish(result, seen, canon, symmetry, invariants, start, cpu_start, worker_cpu)
     result.worker_peak_rss_mb = worker_peak_mb
     result.worker_cpu_seconds = worker_cpu
+    result.worker_expanded = worker_expanded
     return result

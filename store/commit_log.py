@@ -103,10 +103,10 @@ class CommitLog:
             msg.store_size = msg_len
         msg.store_timestamp = store_timestamp
         if self.sync_flush:
-            # GroupCommitService.doCommit: flush until the record is on disk, one file per flush call: 4.9.8 tries
-            # twice (a record that opened a new file), 5.2.0+ up to 1000 times (#7524). A record left unflushed stays
-            # unconfirmed and undispatched in 5.x: files an oversize record filled with blanks lie between the
-            # flushed end and the next record (explore seed 910000562)
+            # GroupCommitService.doCommit: flush until the record (or an oversize put's blank file) is on disk, one
+            # file per flush call: 4.9.8 tries twice (a record that opened a new file), 5.2.0+ up to 1000 times
+            # (#7524). A record left unflushed would stay unconfirmed and undispatched in 5.x (explore seed
+            # 910000562, when oversize puts were refused and flushed nothing)
             end = phy_offset + wrote_bytes
             for _ in range(FLUSH_TRIES_4X if self.config.is_era_4 else FLUSH_TRIES_5X):
                 before = self.mfq.flushed_where

@@ -482,6 +482,42 @@ def test_redelivery_fails_when_the_local_retry_was_not_dropped_or_the_consumed_c
                      "never delivered to G again", context=c)
 
 
+def _local_retry_killed(crash_t: int = 30_374, target: str = "G-0", rolled_away: bool = True,
+                        local_retry_count: int | None = 1) -> H:
+    """Seed 1000000327: A's copy is stored and pulled; a rollback to an older copy destroys it; the listener
+    fails on the copy in memory, the broker is down for both send-backs, the client keeps A for a local retry
+    5 s later, and its consumer is killed (kill -9) before that: the retry dies with the process."""
+    h = H().send(0, A).store(25_000, A, queue_offset=7)
+    if rolled_away:
+        rollback(h, 30_000, lost=[A], restart_t=32_000)  # snapshot of 10_000: older than the copy
+    else:
+        h.crash(30_000).restart(32_000)
+    h.consume(30_001, A, status="RECONSUME_LATER", queue_offset=7).send_back(30_001, A, 0, result="failed")
+    if local_retry_count is not None:
+        h.add(30_001, "send_back", group="G", msg_id=A, reconsume_times=local_retry_count, delay_level=0,
+              result="ok", path="local-retry")
+    if crash_t is not None:
+        h.crash(crash_t, target=target).restart(crash_t + 2000, target=target)
+    return h.drain(40_000)
+
+
+def test_redelivery_holds_when_a_rollback_destroyed_the_consumed_copy_and_the_local_retry_died_with_its_consumer():
+    c = ctx(drain_start_ms=40_000)
+    assert assert_holds("at_least_once_redelivery", _local_retry_killed(), c)["checked"] == 1
+    assert assert_holds("at_least_once_redelivery", _local_retry_killed(crash_t=34_999), c)["checked"] == 1
+
+
+def test_redelivery_fails_when_the_local_retry_outlived_its_consumer_or_the_consumed_copy_survived():
+    c = ctx(drain_start_ms=40_000)
+    for h in (_local_retry_killed(crash_t=None),  # no consumer crash: the local retry must run
+              _local_retry_killed(crash_t=35_001),  # the crash came after the retry was due
+              _local_retry_killed(target="G-1"),  # another instance was killed
+              _local_retry_killed(rolled_away=False),  # the copy survived: the restarted consumer pulls it again
+              _local_retry_killed(local_retry_count=None),  # no local retry was kept (the attempt's own record)
+              _local_retry_killed(local_retry_count=2)):  # the local retry of another attempt
+        assert_fails("at_least_once_redelivery", h, A, "attempt 0", "never delivered to G again", context=c)
+
+
 # --- no_early_delivery ---------------------------------------------------------------------------------------
 def test_no_early_delivery_holds_on_time_and_after_a_clock_step_correction():
     on_time = H().send(0, A, level=2).deliver(5000, A, 2, due_ms=B0 + 5000)
@@ -1006,6 +1042,40 @@ def test_bounded_lateness_counts_polls_at_zeroed_files_for_copies_delivered_by_l
     # A due at 20.25 s, after both empty polls: they did not delay it (20.3 s and 20.7 s: 311 ms for 450 ms)
     assert_fails("bounded_lateness", _two_files_behind_zeroed_ones(9, a_stored=19_250, a_delivered=20_700), A,
                  "delivered 450 ms late", "bound 311 ms", context=ten_per_file)
+
+
+def _torn_unit_delivered(due_ms: int | None = 0, crash_kind: str = "power", sq_offset: int = 25,
+                         t_deliver: int = 62_050) -> H:
+    # explore-1000000067 (4.9.8): A's level-5 copy (queue offset 25, due at 62 s) was stored before a power failure
+    # that tore its consume-queue unit at a sector boundary: offset and size kept, tagsCode zeroed. A later copy at
+    # level 4 (stored at 40 s, due at 70 s) came first in the history; the level delivered the torn unit when it
+    # reached it (due_ms 0, as the unit read).
+    h = H().send(0, A)
+    h.store(2000, A, topic="SCHEDULE_TOPIC_XXXX", queue_id=4, queue_offset=25)
+    h.events[-1]["due_ms"] = B0 + 62_000
+    h.crash(4000, crash_kind=crash_kind).restart(6000).drain(10_000)
+    h.store(40_000, A, topic="SCHEDULE_TOPIC_XXXX", queue_id=3, queue_offset=3)
+    h.events[-1]["due_ms"] = B0 + 70_000
+    h.deliver(t_deliver, A, 5, due_ms=due_ms, sq_offset=sq_offset)
+    return h.deliver(70_050, A, 4, due_ms=B0 + 70_000, sq_offset=3)
+
+
+def test_bounded_lateness_measures_a_torn_level_unit_from_the_copy_it_points_at():
+    # zeroed tagsCode, or only its last four bytes (the sector boundary 4 bytes into it): 50 ms late, not 22 s
+    assert assert_holds("bounded_lateness", _torn_unit_delivered())["checked"] == 2
+    assert_holds("bounded_lateness", _torn_unit_delivered(due_ms=(B0 + 62_000) >> 32 << 32))
+
+
+def test_bounded_lateness_fails_for_a_torn_unit_without_its_conditions_or_delivered_late():
+    # a process crash tears nothing: measured from the last stored copy (40 s), as before
+    assert_fails("bounded_lateness", _torn_unit_delivered(crash_kind="process"), A, "delivered 22050 ms late")
+    # a due time that is no torn form of the copy's
+    assert_fails("bounded_lateness", _torn_unit_delivered(due_ms=B0 + 1234), A, "delivered 22050 ms late")
+    # no copy of A at the queue offset the delivery names
+    assert_fails("bounded_lateness", _torn_unit_delivered(sq_offset=26), A, "delivered 22050 ms late")
+    # the torn unit's copy is still judged: 2 s after its due time
+    assert_fails("bounded_lateness", _torn_unit_delivered(t_deliver=64_000), A, "due at t=62000 ms",
+                 "delivered 2000 ms late")
 
 
 # --- duplicates ----------------------------------------------------------------------------------------------

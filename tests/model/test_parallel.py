@@ -104,6 +104,29 @@ def test_the_memory_and_time_limits_stop_where_the_serial_search_stops(limit, st
     assert parallel.states < 10_000
 
 
+def test_a_limit_early_in_a_big_level_stops_the_workers_in_the_middle_of_it(monkeypatch):
+    """m2/c1 stopped at 49 000 states: the parent walks level 17 (15 986 states; 48 431 states up to it) when it
+    passes the limit, sets the halt, and each worker stops after the part it is expanding. So the workers expanded
+    every state of the levels before and fewer than all of level 17, which they would finish if they ignored the
+    halt. Small parts make the stop fine-grained (the forked workers inherit the patched constant)."""
+    import model.parallel as parallel
+
+    monkeypatch.setattr(parallel, "PART", 64)
+    r = check(ModelConfig(messages=2, crashes=1), workers=2, max_states=49_000)
+    assert r.stop == "state limit" and r.verdict() == "incomplete" and r.states < 60_000
+    level = r.depth - 1  # the level the parent was walking: the states it found are one deeper
+    before = sum(1 for d in r.graph.depth if d < level)
+    whole = sum(1 for d in r.graph.depth if d <= level)
+    assert whole - before > 15_000  # a big level: the halt has most of it to spare
+    assert before <= r.worker_expanded < whole
+
+
+def test_a_complete_search_has_its_workers_expand_every_state_once():
+    """What the counter above counts: on a search that ends, each state is expanded once, by one worker."""
+    r = check(ModelConfig(messages=2, crashes=0), workers=2)
+    assert r.complete and r.worker_expanded == r.states
+
+
 def test_the_progress_bar_hears_what_it_hears_from_the_serial_search():
     cfg = ModelConfig(messages=2, crashes=1)
     heard: dict[int, list] = {1: [], 2: []}
@@ -116,17 +139,18 @@ def test_the_progress_bar_hears_what_it_hears_from_the_serial_search():
 @pytest.mark.parametrize("name", ["m1c1-clean", "m1c1-dlq_keeps_delay", "m2c0"])
 def test_packed_workers_find_what_the_serial_search_recorded(monkeypatch, name, loose):
     """Small parts, blobs and loose budget: every level spans many parts, packed (or some loose, then packed), and
-    the blobs handed on are cut between routes: the forked workers inherit the patched constants. The workers
-    remake their canonical form every level; the parent's fingerprint table starts small, so that it grows many
+    the blobs handed on are cut between routes: the forked workers inherit the patched constants. The workers'
+    representative forgets its memos all the time; the parent's fingerprint table starts small, so that it grows many
     times during the walk."""
     import model.parallel as parallel
+    import model.retire as retire
     from model.statestore import FingerprintSet
 
     monkeypatch.setattr(parallel, "FingerprintSet", lambda: FingerprintSet(capacity=16))
     monkeypatch.setattr(parallel, "PART", 16)
     monkeypatch.setattr(parallel, "BLOB", 7)
     monkeypatch.setattr(parallel, "LOOSE", loose)
-    monkeypatch.setattr(parallel, "RENEW", 0)  # a fresh retire memo every level
+    monkeypatch.setattr(retire, "MEMO_BOUND", 2)  # retire's memos emptied every few entries, in every worker
     case = RECORDED[name]
     for workers in (2, 3):
         assert record(case["bounds"], {**case["options"], "workers": workers}) == case["found"]

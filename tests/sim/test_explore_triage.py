@@ -95,6 +95,12 @@ and watching the invariant fail again.
 | 990000087 | dlq_after_max_retries | 4.9.8: a rollback moved a pull offset (OFFSET_ILLEGAL); its fix, 10 s later, | excuse |
 |  |  | rewound the group under a ProcessQueue a rebalance had made meanwhile: a failed retry consumed | |
 |  |  | again was sent back twice, and the second ladder's retry came after the first one's dead letter | |
+| 1000000067 | bounded_lateness | 4.9.8: a power failure tore a level unit at a sector boundary (tagsCode zeroed, | invariant bug |
+|  |  | offset and size kept; recovery keeps it): its delivery names due time 0, no copy's, and was measured | |
+|  |  | from the message's last stored copy, a later one: measured from the copy at its queue offset now | |
+| 1000000327 | at_least_once_redelivery | 5.3.3: a 10 s rollback destroyed the copy the client was consuming; | excuse |
+|  |  | the broker was down for both send-backs, and a consumer crash 373 ms later killed the local retry | |
+|  |  | (due 5 s later); the level's table was past the copy: no copy left to pull | |
 """
 
 from __future__ import annotations
@@ -115,7 +121,8 @@ from sim.run import run_scenario
 REPRO = Path(__file__).resolve().parent.parent / "data" / "repro"
 SEEDS = (4, 5, 10, 17, 19, 31, 41, 61, 70, 71, 77, 95, 131, 166, 233, 251, 282, 371, 399, 511, 3735928559, 3389118813,
          1655531201, 1655531205, 1655531208, 1200000050, 900000578, 910000265, 910000395, 910000238,
-         910000562, 930000445, 940000253, 940000198, 950000360, 990000012, 990000087)
+         910000562, 930000445, 940000253, 940000198, 950000360, 990000012, 990000087,
+         1000000067, 1000000327)
 # Seeds whose cause another seed of the table shares (5, 31 as 10; 71 as 17; 77 as 70; 251 as 233; 166's FIFO wait
 # behind a copy stored before a backwards step and 19's poll per CQ file crossed, both in 1655531201's run): they
 # hold in the slow tier, with their excuse tests.
@@ -741,3 +748,43 @@ def test_a_late_4x_offset_fix_rewinds_a_rebalanced_queue_and_forks_a_retry_chain
     monkeypatch.setattr(invariants, "_forked_by_a_late_offset_fix", lambda ix, consumes, again, ctx: False)
     (violation,) = _check(result)["dlq_after_max_retries"]["violations"]
     assert violation["msg_id"].endswith("0031") and "as retry 2 after it was dead-lettered" in violation["explanation"]
+
+
+def test_a_level_unit_torn_by_a_power_failure_is_measured_from_the_copy_it_points_at(monkeypatch):
+    """Triaged from 600 generated runs (seeds 1000000000-1000000599): 4.9.8, the power failure at 44.332 s tore
+    level 5's consume queue at byte 512: unit 25 (bytes 500-519, ...0020's copy stored at 37.604 s, due at
+    97.604 s) kept its offset and size and lost its tagsCode. The level delivered it at 97.625 s (due_ms 0); the
+    message, retried since, had a later level-5 copy stored at 82.927 s, from which that delivery was measured:
+    14698 ms late."""
+    import model.invariants as invariants
+
+    result = _run(1000000067)
+    assert not _failed(result)
+    events = result.history.events
+    (torn,) = [e for e in events if e["kind"] == "deliver" and e["due_ms"] == 0]
+    assert (torn["t_ms"], torn["level"], torn["schedule_queue_offset"]) == (97_625, 5, 25)
+    power = [e["t_ms"] for e in events if e["kind"] == "crash" and e.get("crash_kind") == "power"]
+    assert power and power[0] == 44_332
+    monkeypatch.setattr(invariants, "_measured_from_a_torn_unit", lambda ix, r: r)
+    (v,) = _check(result)["bounded_lateness"]["violations"]
+    assert v["msg_id"].endswith("0020") and "delivered 14698 ms late" in v["explanation"]
+
+
+def test_a_local_retry_killed_with_its_consumer_after_a_rollback_destroyed_the_copy(monkeypatch):
+    """Triaged from 600 generated runs (seeds 1000000000-1000000599): 5.3.3, a 10 s rollback at 45.153 s destroyed
+    TopicA 1 #17 (delivered by level 4 at 45 s; delayOffset.json persisted past it at 45 s). GroupA-0 failed it from
+    its ProcessQueue at 45.201 s, both send-backs failed (the broker was down), and the local retry due at 50.201 s
+    died with the consumer crash at 45.574 s; the restarted consumer's pull of 17 was moved to 6 (the queue's end)."""
+    import model.invariants as invariants
+
+    result = _run(1000000327)
+    assert not _failed(result)
+    events = result.history.events
+    crashes = [(e["t_ms"], e["target"]) for e in events if e["kind"] == "crash"]
+    assert crashes == [(45_153, "broker"), (45_574, "GroupA-0")]
+    attempts = [(e["t_ms"], e["queue_offset"], e["status"]) for e in events
+                if e["kind"] == "consume" and e["msg_id"].endswith("9A98004B")]
+    assert attempts == [(45_201, 17, "RECONSUME_LATER")]
+    monkeypatch.setattr(invariants, "_local_retry_died_with_its_consumer", lambda ix, attempt: False)
+    (violation,) = _check(result)["at_least_once_redelivery"]["violations"]
+    assert violation["msg_id"].endswith("9A98004B") and "attempt 0 in GroupA failed at t=45201" in violation["explanation"]
