@@ -35,6 +35,9 @@ class ConsumerManager:
         info = self.groups.get(group)
         if info is not None and client_id in info.client_ids:
             info.client_ids.discard(client_id)
+            if not info.client_ids:
+                # Java drops a group with no connection left, so its pulls answer SUBSCRIPTION_NOT_EXIST
+                del self.groups[group]
             self._notify(group)
 
     def get_consumer_id_list(self, group: str) -> list[str]:

@@ -312,18 +312,17 @@ def test_pull_process_request_topic_not_exist(era):
     assert f"topic[{TOPIC}] not exist" in str(answer)
 
 
-@pytest.mark.xfail(strict=True, reason="finding (not in #13): without FLAG_SUBSCRIPTION (a default push consumer's "
-                   "pulls) PullMessageProcessor answers SUBSCRIPTION_NOT_EXIST while the group's consumer is not "
-                   "registered (e.g. after a broker restart, until the next 30 s heartbeat); here every pull is "
-                   "served as if it carried its subscription")
 @pytest.mark.parametrize("era", ERAS)
 def test_pull_process_request_sub_not_exist(era):
-    """Mirrors PullMessageProcessorTest.testProcessRequest_SubNotExist (rocketmq-all-4.9.8, 5.3.3)."""
+    """Mirrors PullMessageProcessorTest.testProcessRequest_SubNotExist (rocketmq-all-4.9.8, 5.3.3): init registers
+    the group's consumer; the test unregisters it (the group, left with no connection, is dropped) and a pull
+    without FLAG_SUBSCRIPTION answers SUBSCRIPTION_NOT_EXIST, "consumer's group info not exist"."""
     h = _harness(era)
+    h.broker.heart_beat("127.0.0.1@c1", GROUP, "CLUSTERING", [TOPIC])
     h.broker.unregister_client("127.0.0.1@c1", GROUP)
-    answer = _pull_answer(h)
-    subscription_not_exist = getattr(ResponseCode, "SUBSCRIPTION_NOT_EXIST", 24)  # Java's ResponseCode value
-    assert isinstance(answer, MQBrokerException) and answer.code == subscription_not_exist
+    answer = h.pull(GROUP, TOPIC, 1, 456, max_nums=100, commit_offset=123, heartbeat=False)
+    assert isinstance(answer, MQBrokerException) and answer.code == ResponseCode.SUBSCRIPTION_NOT_EXIST
+    assert "consumer's group info not exist" in str(answer)
 
 
 @pytest.mark.parametrize("era", ERAS)

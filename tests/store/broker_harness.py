@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from store.broker.broker_controller import BrokerController
-from store.client.api import PullMessageRequest, PullResult
+from store.client.api import CLUSTERING, PullMessageRequest, PullResult
 from store.clock import ManualClock
 from store.config import MessageStoreConfig
 from store.disk import MemoryDisk
@@ -47,7 +47,12 @@ class BrokerHarness:
                          born_timestamp=self.clock.now_ms())
         return self.broker.send_message(msg, "P").send_status
 
-    def pull(self, group, topic, queue_id, offset, max_nums=32, commit_offset=0) -> PullResult:
+    def pull(self, group, topic, queue_id, offset, max_nums=32, commit_offset=0, heartbeat=True) -> PullResult:
+        """``heartbeat``: play a real client, which heartbeats its subscription before it pulls (a pull from a
+        group the broker has no heartbeat from answers SUBSCRIPTION_NOT_EXIST)."""
+        info = self.broker.consumer_manager.groups.get(group)
+        if heartbeat and (info is None or topic not in info.topics):
+            self.broker.heart_beat(f"{group}@harness", group, CLUSTERING, [topic])
         answers = []
         self.broker.pull_message_async(
             PullMessageRequest(group, topic, queue_id, offset, max_nums, commit_offset, suspend=False),

@@ -24,6 +24,7 @@ def test_a_level_1_message_is_delivered_after_at_least_one_second_of_real_time(t
     msg = MessageExt(topic="TopicTest", queue_id=0, body=b"real", properties={"UNIQ_KEY": "r1",
                                                                              PROPERTY_DELAY_TIME_LEVEL: "1"})
     broker.send_message(msg, "P")
+    broker.heart_beat("c1", "G", "CLUSTERING", ["TopicTest"])  # the client pulling below heartbeats first
 
     found = []
 
