@@ -143,7 +143,9 @@ class StoreUnderModel:
         broker.initialize()
         broker.start(self.mono_ms)
         broker.topic_config_manager.create_topic_in_send_message_method(TOPIC, "TBW102", 1)
-        broker.heart_beat(CLIENT_ID, GROUP, "CLUSTERING", [TOPIC])
+        # the consumer heartbeats its topic and the group's retry topic (a CLUSTERING push consumer subscribes
+        # both): without FLAG_SUBSCRIPTION the broker serves pulls of heartbeated topics only
+        broker.heart_beat(CLIENT_ID, GROUP, "CLUSTERING", [TOPIC, RETRY_TOPIC])
         broker.schedule_message_service.deliver_listeners.append(self._on_deliver)
         self.broker = broker
         self.held.clear()
