@@ -21,6 +21,9 @@ dataVersion that consumerOffset.json carries). So a skipped round is owed ``n`` 
 - whatever can change what a round sends (the client's offset table, the broker's table, a restart) settles
   and re-asks every skipping consumer.
 
+A round is never skipped while the consumer's connection reaches no broker or a dead one (after a restart): its
+request would open a new connection, and (5.x) the channel-active heartbeat and rebalance follow it.
+
 Off when polling is faithful (the equivalence proof's reference) and when ties are shuffled (fewer re-arms
 would change the tie draws).
 """
@@ -86,6 +89,10 @@ class ClientSkips:
         self.settle()
         self.touch_all()
 
+    def _connected(self, consumer, broker) -> bool:
+        """The consumer's connection reaches ``broker``: its next request opens none (no channel-active event)."""
+        return getattr(consumer.api, "channel_to", broker) is broker
+
     # --- heartbeats -------------------------------------------------------------------------------------------
     def _registered(self, consumer) -> bool:
         """A heartbeat would change nothing: the broker is up and holds the client, its topics and its group's
@@ -135,7 +142,8 @@ class ClientSkips:
         consumer = entry.consumer
         broker = self.world.brokers.broker
         impl = consumer.rebalance_impl
-        if broker is None or consumer.service_state != RUNNING or impl.message_model != CLUSTERING:
+        if (broker is None or consumer.service_state != RUNNING or impl.message_model != CLUSTERING
+                or not self._connected(consumer, broker)):
             return None
         ids = broker.consumer_manager.get_consumer_id_list(consumer.consumer_group)
         if not ids:
@@ -172,6 +180,8 @@ class ClientSkips:
         owned = consumer.rebalance_impl.process_queue_table
         if not owned:
             return 0  # persistAll returns at once
+        if not self._connected(consumer, broker):
+            return None  # its first send opens the connection
         group = consumer.consumer_group
         manager = broker.consumer_offset_manager
         era4 = broker.store_config.is_era_4
