@@ -596,7 +596,8 @@ def test_a_4x_fallback_dead_letter_is_timed_from_the_fallback_that_stored_its_co
 def test_a_consume_repeated_after_a_crash_at_the_first_consumer_offset_persist(monkeypatch):
     """Triaged from 600 generated runs (seeds 910000000-910000599): crash_before_offset_flush crashed the broker at
     its first consumerOffset.json persist (10 s after the start); GroupB-0, killed at 10.6 s, came back at 12.6 s
-    and read queue 0 from the broker's lost table: 0, its consumes from 76 ms on again (19 of them)."""
+    and read queue 0 from the broker's lost table: 0, its consumes from 76 ms on again (19 of them; 28 since pulls
+    from a group the restarted broker has no heartbeat from answer SUBSCRIPTION_NOT_EXIST)."""
     import model.invariants as invariants
 
     result = _run(910000395)
@@ -607,7 +608,7 @@ def test_a_consume_repeated_after_a_crash_at_the_first_consumer_offset_persist(m
     assert not any(e["kind"] == "persist" and e["file"] == "consumerOffset.json" and e["seq"] < crash["seq"]
                    for e in events)
     monkeypatch.setattr(invariants, "_consume_offset_never_persisted", lambda ix, original, again: False)
-    assert len(_check(result)["duplicates"]["violations"]) == 19
+    assert len(_check(result)["duplicates"]["violations"]) == 28
 
 
 def test_retry_copies_below_a_pull_offset_moved_after_a_rollback_are_skipped(monkeypatch):
@@ -755,7 +756,8 @@ def test_a_level_unit_torn_by_a_power_failure_is_measured_from_the_copy_it_point
     level 5's consume queue at byte 512: unit 25 (bytes 500-519, ...0020's copy stored at 37.604 s, due at
     97.604 s) kept its offset and size and lost its tagsCode. The level delivered it at 97.625 s (due_ms 0); the
     message, retried since, had a later level-5 copy stored at 82.927 s, from which that delivery was measured:
-    14698 ms late."""
+    14698 ms late. (Since pulls from a group the restarted broker has no heartbeat from answer
+    SUBSCRIPTION_NOT_EXIST, the later copy is the one due at 91.029 s: 6596 ms late.)"""
     import model.invariants as invariants
 
     result = _run(1000000067)
@@ -767,7 +769,7 @@ def test_a_level_unit_torn_by_a_power_failure_is_measured_from_the_copy_it_point
     assert power and power[0] == 44_332
     monkeypatch.setattr(invariants, "_measured_from_a_torn_unit", lambda ix, r: r)
     (v,) = _check(result)["bounded_lateness"]["violations"]
-    assert v["msg_id"].endswith("0020") and "delivered 14698 ms late" in v["explanation"]
+    assert v["msg_id"].endswith("0020") and "delivered 6596 ms late" in v["explanation"]
 
 
 def test_a_local_retry_killed_with_its_consumer_after_a_rollback_destroyed_the_copy(monkeypatch):
