@@ -98,6 +98,9 @@ and watching the invariant fail again.
 | 1000000067 | bounded_lateness | 4.9.8: a power failure tore a level unit at a sector boundary (tagsCode zeroed, | invariant bug |
 |  |  | offset and size kept; recovery keeps it): its delivery names due time 0, no copy's, and was measured | |
 |  |  | from the message's last stored copy, a later one: measured from the copy at its queue offset now | |
+| 1000000206 | no_loss, | 5.3.3: a pull at a stale unit (#495, two power failures) whose bytes lie inside | store bug (fixed) |
+|  | at_least_once_redelivery | another record: the store took it for a missing entry and skipped every unit below the next | |
+|  |  | commit-log file (56); Java answers FOUND for one batch (32) and the client's decodesBatch stops there | |
 """
 
 from __future__ import annotations
