@@ -274,3 +274,23 @@ def test_an_oversize_record_answers_put_ok_and_stores_nothing(era, flush):
     got = again.get_message("g", "TopicTest", 0, 0, 32)
     assert [m.properties["UNIQ_KEY"] for m in got.messages] == ["m0", "m1"]
     assert again.put_message(new_msg(key="m2")).append.wrote_offset == result.append.wrote_offset + result.append.wrote_bytes
+
+
+def test_a_readable_unit_that_holds_no_record_ends_the_batch_for_the_client_but_not_the_scan():
+    """A stale unit (#495) points into the middle of a durable record: Java's commitLog.getMessage returns those
+    bytes undecoded, so the broker answers FOUND and counts up to maxMsgNums units in nextBeginOffset; the client's
+    decodesBatch stops at the record it cannot decode. Only a missing entry skips to the next commit-log file
+    (explore seed 1000000206: a pull at a stale unit skipped 56 retry copies to the queue's end)."""
+    store = make_store()
+    records = [store.put_message(new_msg(topic="Other", key=f"m{i}")).append for i in range(4)]
+    cq = store.find_consume_queue("TopicTest", 0)
+    for i, r in enumerate(records):
+        at = r.wrote_offset + (10 if i == 1 else 0)  # unit 1: readable bytes, no record starts there
+        assert cq.put_message_position_info(at, r.wrote_bytes, 0, i)
+    whole = store.get_message("g", "TopicTest", 0, 0, 32)
+    assert (whole.status, whole.next_begin_offset) == (GetMessageStatus.FOUND, 4)
+    assert [m.properties["UNIQ_KEY"] for m in whole.messages] == ["m0"]  # m2, m3 sit behind the bad record
+    at_stale = store.get_message("g", "TopicTest", 0, 1, 2)
+    assert (at_stale.status, at_stale.next_begin_offset, at_stale.messages) == (GetMessageStatus.FOUND, 3, [])
+    after = store.get_message("g", "TopicTest", 0, at_stale.next_begin_offset, 2)
+    assert [m.properties["UNIQ_KEY"] for m in after.messages] == ["m3"]
