@@ -335,7 +335,9 @@ class _Index:
                 or self.behind_a_broken_level_unit(msg_id, after_seq)
                 or self.broker_gone_after_power_failure(after_seq)
                 or (group is not None and self.below_a_committed_offset(msg_id, group, after_seq))
-                or (group is not None and self.below_a_moved_pull_offset(msg_id, group, after_seq)))
+                or (group is not None and self.below_a_moved_pull_offset(msg_id, group, after_seq))
+                or (group is not None and self.below_a_moved_pull_offset_after_a_cq_cut(msg_id, group,
+                                                                                         after_seq)))
 
     def broker_gone_after_power_failure(self, after_seq: int = -1) -> bool:
         """#9705 (before develop): config files are written without fsync, so a power failure within the kernel's
@@ -490,6 +492,45 @@ class _Index:
                     continue
                 until = next((c["seq"] for c in self.broker_crashes if c["seq"] > back), None)
                 if any(back < store["seq"] < seq and (until is None or seq < until) and topic == store["topic"]
+                       and queue_id == store["queue_id"] and store["queue_offset"] < to
+                       for seq, _g, topic, queue_id, _from, to in moves):
+                    return True
+        return False
+
+    def below_a_moved_pull_offset_after_a_cq_cut(self, msg_id: str, group: str, after_seq: int = -1) -> bool:
+        """A CQ truncation zeroed a queue's tail units past where the group had consumed. ConsumeQueue.recover
+        stops at the first zeroed unit; the abnormal recovery re-dispatches only from the commit-log file the
+        checkpoint names, appending at the write position ("[BUG]logic queue order maybe wrong",
+        putMessagePositionInfo, 4.9.8), and recoverTopicQueueTable takes the queue's end from there. New
+        copies reuse the cut offsets below the group's offset; its next pull is past the max offset, the
+        broker answers OFFSET_OVERFLOW_BADLY with nextBeginOffset = maxOffset and the client moves its offset
+        there, over them (explore seed 1040000277: a backwards step kept the checkpoint ahead, so recovery
+        began at the last file; queue 0 cut 21 -> 13, units 19-20 re-dispatched at 13-14, copies stored at
+        15-16, the pull moved 21 -> 17). Recognised by a copy stored in the truncated queue at a cut offset
+        after the truncation's restart (and before the next broker crash), below the offset the group's
+        consumer had reached before the truncation, and the client's WARN line that then moved its pull offset
+        above the copy."""
+        moves = [mv for mv in self._pull_offsets_moved if mv[1] == group]
+        if not moves:
+            return False
+        for cut in self.by_kind["cq_truncate"]:
+            back = next((r["seq"] for r in self.restarts if r["seq"] > cut["seq"]), None)
+            if back is None:
+                continue
+            until = next((c["seq"] for c in self.broker_crashes if c["seq"] > back), None)
+            reached = [c["offset"] for c in self.by_kind["offset_commit"] if c["seq"] < cut["seq"]
+                       and c["group"] == group and c["topic"] == cut["topic"]
+                       and c["queue_id"] == cut["queue_id"]]
+            reached += [c["queue_offset"] + 1 for c in self.by_kind["consume"] if c["seq"] < cut["seq"]
+                        and c["group"] == group and c.get("queue_topic", c["topic"]) == cut["topic"]
+                        and c["queue_id"] == cut["queue_id"]]
+            for store in self._stores(msg_id, after_seq):
+                if (store["seq"] < back or (until is not None and store["seq"] > until)
+                        or (store["topic"], store["queue_id"]) != (cut["topic"], cut["queue_id"])
+                        or not cut["to_offset"] <= store["queue_offset"] < cut["from_offset"]
+                        or not reached or store["queue_offset"] >= max(reached)):
+                    continue
+                if any(store["seq"] < seq and (until is None or seq < until) and topic == store["topic"]
                        and queue_id == store["queue_id"] and store["queue_offset"] < to
                        for seq, _g, topic, queue_id, _from, to in moves):
                     return True
