@@ -73,6 +73,13 @@ class H:
     def drain(self, t=10_000):
         return self.add(t, "drain")
 
+    def in_time_order(self) -> H:
+        """Events added out of time order (a line placed by a parameter) where their times put them, renumbered."""
+        self.events.sort(key=lambda e: e["t_ms"])
+        for seq, e in enumerate(self.events):
+            e["seq"] = seq
+        return self
+
 
 def verdict(name: str, h: H, context: RunContext | None = None) -> dict:
     return check_events(h.events, context or ctx(), only=[name])[name]
@@ -244,6 +251,17 @@ def test_no_loss_fails_below_a_committed_offset_without_a_rollback_or_at_or_past
     assert_fails("no_loss", h.drain(10_000), A, "neither consumed it successfully nor dead-lettered")
 
 
+def _pull_offset_moved_then(h: H, crash_t: int | None, line_t: int, client: str, moved: str) -> H:
+    """The end of the moved-pull-offset histories: an optional crash, the client's OFFSET_ILLEGAL WARN line
+    (``moved``: "from -> to") at ``line_t``, the drain."""
+    if crash_t is not None:
+        h.crash(crash_t).restart(crash_t + 100)
+    h.add(line_t, "log", level="WARN", logger=f"RocketmqClient@{client}", fault_site=None,
+          message=f"the pull request offset illegal, MessageQueue(topic='T', broker_name='broker-a', queue_id=0) "
+                  f"{moved}")
+    return h.in_time_order().drain(10_000)
+
+
 def _moved_pull_offset(cut: bool = True, line_t: int = 3500, moved: str = "9 -> 5", queue_offset: int = 4,
                        client: str = "G-0", crash_t: int | None = None, failed_first: bool = False) -> H:
     """Explore seed 910000238: G-0 had pulled to 9 when a rollback cut the queue back to 4; after the restart A
@@ -261,15 +279,7 @@ def _moved_pull_offset(cut: bool = True, line_t: int = 3500, moved: str = "9 -> 
     if not failed_first:
         h.send(3100, A)
     h.store(3100, A, queue_offset=queue_offset)
-    if crash_t is not None:
-        h.crash(crash_t).restart(crash_t + 100)
-    h.add(line_t, "log", level="WARN", logger=f"RocketmqClient@{client}", fault_site=None,
-          message=f"the pull request offset illegal, MessageQueue(topic='T', broker_name='broker-a', queue_id=0) "
-                  f"{moved}")
-    h.events.sort(key=lambda e: e["t_ms"])
-    for seq, e in enumerate(h.events):
-        e["seq"] = seq
-    return h.drain(10_000)
+    return _pull_offset_moved_then(h, crash_t, line_t, client, moved)
 
 
 def test_no_loss_holds_below_a_pull_offset_moved_past_it_after_a_rollback():
@@ -305,15 +315,7 @@ def _cq_cut_moved_pull_offset(cut: bool = True, reached: int = 9, to_offset: int
         h.crash(1000)
     h.restart(3000)
     h.send(3100, A).store(3100, A, queue_id=queue_id, queue_offset=5)
-    if crash_t is not None:
-        h.crash(crash_t).restart(crash_t + 100)
-    h.add(line_t, "log", level="WARN", logger=f"RocketmqClient@{client}", fault_site=None,
-          message=f"the pull request offset illegal, MessageQueue(topic='T', broker_name='broker-a', queue_id=0) "
-                  f"{moved}")
-    h.events.sort(key=lambda e: e["t_ms"])
-    for seq, e in enumerate(h.events):
-        e["seq"] = seq
-    return h.drain(10_000)
+    return _pull_offset_moved_then(h, crash_t, line_t, client, moved)
 
 
 def test_no_loss_holds_below_a_pull_offset_moved_past_a_cq_truncation():
@@ -884,10 +886,7 @@ def _forked_by_a_late_offset_fix(fix_t: int = 20_000, fixed_to: int = 1, client:
         h.consume(60_000, A, reconsume_times=2, queue_topic="%RETRY%G", queue_offset=4)
     else:
         h.consume(51_000, A, reconsume_times=2, queue_topic="%RETRY%G", queue_offset=3)
-    h.events.sort(key=lambda e: e["t_ms"])  # the fix line where its time puts it
-    for seq, e in enumerate(h.events):
-        e["seq"] = seq
-    return h
+    return h.in_time_order()  # the fix line where its time puts it
 
 
 def test_dlq_holds_for_a_retry_chain_forked_by_a_late_4x_offset_fix():
