@@ -238,6 +238,20 @@ def test_sync_flush_put_that_opens_a_new_file_is_flushed_and_dispatched(era):
     assert len(store.get_message("g", "TopicTest", 0, 0, 32).messages) == 3
 
 
+def test_a_put_that_ends_a_file_stamps_it_with_its_store_time():
+    """MappedFile.appendMessagesInner sets storeTimestamp for an END_OF_FILE append too (both tags), so the flush
+    hands the checkpoint the time of the put that ended the file, not that of the file's last record."""
+    clock = ManualClock(1_700_000_000_000)
+    store = make_store(clock=clock)
+    store.put_message(new_msg(key="m0", body=b"x" * 3000))
+    clock.advance(5000)
+    ended = store.put_message(new_msg(key="m1", body=b"x" * 3000))  # too big for the rest of file 0: ends it
+    assert ended.append.wrote_offset == 4096
+    assert store.commit_log.mfq.mapped_files[0].store_timestamp == 1_700_000_005_000
+    store.commit_log.flush(0)  # file 0 (one file per call)
+    assert store.commit_log.mfq.store_timestamp == 1_700_000_005_000
+
+
 @pytest.mark.parametrize("flush", ["SYNC_FLUSH", "ASYNC_FLUSH"])
 @pytest.mark.parametrize("era", ["5.3.3", "4.9.8"])
 def test_an_oversize_record_answers_put_ok_and_stores_nothing(era, flush):
