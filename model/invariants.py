@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -320,9 +321,9 @@ class _Index:
         """The fault itself destroyed a copy: a power failure (ASYNC_FLUSH), a cut queue, a rolled-back store (or
         RocketMQ answered PUT_OK and stored nothing: ``unstored``); or, after a power failure or a rollback, the
         group's offset already stood past where the message was stored, or its unit sits in a pull batch behind a
-        stale one. ``after_seq``: only copies stored and
-        faults struck after that event count (at_least_once_redelivery asks about the copy that was to come
-        back after a failed attempt; no_loss about any copy)."""
+        stale one. ``after_seq``: only copies stored and faults struck after that event count
+        (at_least_once_redelivery asks about the copy that was to come back after a failed attempt; no_loss about
+        any copy)."""
         return (any(seq > after_seq for seq in self.cut_by_fault.get(msg_id, ()))
                 or self.lost_to_power_failure(msg_id, after_seq)
                 or self.behind_a_torn_timer_unit(msg_id, after_seq)
@@ -335,7 +336,9 @@ class _Index:
                 or self.behind_a_broken_level_unit(msg_id, after_seq)
                 or self.broker_gone_after_power_failure(after_seq)
                 or (group is not None and self.below_a_committed_offset(msg_id, group, after_seq))
-                or (group is not None and self.below_a_moved_pull_offset(msg_id, group, after_seq)))
+                or (group is not None and self.below_a_moved_pull_offset(msg_id, group, after_seq))
+                or (group is not None and self.below_a_moved_pull_offset_after_a_cq_cut(msg_id, group,
+                                                                                         after_seq)))
 
     def broker_gone_after_power_failure(self, after_seq: int = -1) -> bool:
         """#9705 (before develop): config files are written without fsync, so a power failure within the kernel's
@@ -490,6 +493,45 @@ class _Index:
                     continue
                 until = next((c["seq"] for c in self.broker_crashes if c["seq"] > back), None)
                 if any(back < store["seq"] < seq and (until is None or seq < until) and topic == store["topic"]
+                       and queue_id == store["queue_id"] and store["queue_offset"] < to
+                       for seq, _g, topic, queue_id, _from, to in moves):
+                    return True
+        return False
+
+    def below_a_moved_pull_offset_after_a_cq_cut(self, msg_id: str, group: str, after_seq: int = -1) -> bool:
+        """A CQ truncation zeroed a queue's tail units past where the group had consumed. ConsumeQueue.recover
+        stops at the first zeroed unit; the abnormal recovery re-dispatches only from the commit-log file the
+        checkpoint names, appending at the write position ("[BUG]logic queue order maybe wrong",
+        putMessagePositionInfo, 4.9.8), and recoverTopicQueueTable takes the queue's end from there. New
+        copies reuse the cut offsets below the group's offset; its next pull is past the max offset, the
+        broker answers OFFSET_OVERFLOW_BADLY with nextBeginOffset = maxOffset and the client moves its offset
+        there, over them (explore seed 1040000277: a backwards step kept the checkpoint ahead, so recovery
+        began at the last file; queue 0 cut 21 -> 13, units 19-20 re-dispatched at 13-14, copies stored at
+        15-16, the pull moved 21 -> 17). Recognised by a copy stored in the truncated queue at a cut offset
+        after the truncation's restart (and before the next broker crash), below the offset the group's
+        consumer had reached before the truncation, and the client's WARN line that then moved its pull offset
+        above the copy."""
+        moves = [mv for mv in self._pull_offsets_moved if mv[1] == group]
+        if not moves:
+            return False
+        for cut in self.by_kind["cq_truncate"]:
+            back = next((r["seq"] for r in self.restarts if r["seq"] > cut["seq"]), None)
+            if back is None:
+                continue
+            until = next((c["seq"] for c in self.broker_crashes if c["seq"] > back), None)
+            reached = [c["offset"] for c in self.by_kind["offset_commit"] if c["seq"] < cut["seq"]
+                       and c["group"] == group and c["topic"] == cut["topic"]
+                       and c["queue_id"] == cut["queue_id"]]
+            reached += [c["queue_offset"] + 1 for c in self.by_kind["consume"] if c["seq"] < cut["seq"]
+                        and c["group"] == group and c.get("queue_topic", c["topic"]) == cut["topic"]
+                        and c["queue_id"] == cut["queue_id"]]
+            for store in self._stores(msg_id, after_seq):
+                if (store["seq"] < back or (until is not None and store["seq"] > until)
+                        or (store["topic"], store["queue_id"]) != (cut["topic"], cut["queue_id"])
+                        or not cut["to_offset"] <= store["queue_offset"] < cut["from_offset"]
+                        or not reached or store["queue_offset"] >= max(reached)):
+                    continue
+                if any(store["seq"] < seq and (until is None or seq < until) and topic == store["topic"]
                        and queue_id == store["queue_id"] and store["queue_offset"] < to
                        for seq, _g, topic, queue_id, _from, to in moves):
                     return True
@@ -992,6 +1034,19 @@ def _sent_back(events: list[dict], c: dict) -> bool:
     return False
 
 
+def _forks(failed: list[dict], forked: Callable[[dict, dict], bool]) -> int:
+    """How many of the failed consumes ``failed`` (in order) read a copy an earlier one read too, the pair
+    (earlier, later) being ``forked``: each such repeat started one more retry ladder."""
+    return sum(1 for i, b in enumerate(failed) if any(_copy_of(a) == _copy_of(b) and forked(a, b) for a in failed[:i]))
+
+
+def _a_ladder_is_left(events: list[dict], again: dict, forks: int) -> bool:
+    """``forks`` repeats made ``forks + 1`` ladders, and fewer dead letters of ``again``'s group came before it
+    (``events``: the message's): ``again`` may climb a ladder not yet dead-lettered."""
+    dead = sum(1 for e in events if e["kind"] == "dlq" and e["group"] == again["group"] and e["seq"] < again["seq"])
+    return forks > 0 and dead < 1 + forks
+
+
 def _forked_by_a_repeated_consume(ix: _Index, events: list[dict], consumes: list[dict], again: dict) -> bool:
     """A rebalance forked the retry ladder (explore seed 990000012, 5.3.3): an attempt whose send-backs both failed
     stays in its ProcessQueue for the local retry, and holds the queue's offset below the copies read after it;
@@ -1017,11 +1072,9 @@ def _forked_by_a_repeated_consume(ix: _Index, events: list[dict], consumes: list
 
     failed = [c for c in consumes if c["seq"] < again["seq"] and c["status"] != CONSUME_SUCCESS
               and c["reconsume_times"] < again["reconsume_times"]]
-    forks = sum(1 for i, b in enumerate(failed) if _sent_back(events, b) and any(
-        _copy_of(a) == _copy_of(b) and a["reconsume_times"] == b["reconsume_times"] and _sent_back(events, a)
-        and dropped_between(a, b) and not committed_past(a, b) for a in failed[:i]))
-    dead = sum(1 for e in events if e["kind"] == "dlq" and e["group"] == again["group"] and e["seq"] < again["seq"])
-    return forks > 0 and dead < 1 + forks
+    forks = _forks(failed, lambda a, b: a["reconsume_times"] == b["reconsume_times"] and _sent_back(events, b)
+                   and _sent_back(events, a) and dropped_between(a, b) and not committed_past(a, b))
+    return _a_ladder_is_left(events, again, forks)
 
 
 def _copy_of(consume: dict) -> tuple[str, int, int]:
@@ -1072,13 +1125,10 @@ def _forked_by_a_late_offset_fix(ix: _Index, consumes: list[dict], again: dict, 
         return False  # 5.2.0+ (#7635) runs the fix at once on the queue it dropped, then rebalances
     fixes = [f for f in _pull_offset_fixes(ix) if f[1] == again["group"]]
     failed = [c for c in consumes if c["seq"] < again["seq"] and c["status"] != CONSUME_SUCCESS]
-    forks = sum(1 for i, b in enumerate(failed) if any(
-        _copy_of(a) == _copy_of(b) and any(a["seq"] < seq < b["seq"] and (topic, queue_id) == _copy_of(b)[:2]
-                                           and offset <= b["queue_offset"] for seq, _g, topic, queue_id, offset in fixes)
-        for a in failed[:i]))
-    dead = sum(1 for e in ix.by_msg[again["msg_id"]]
-               if e["kind"] == "dlq" and e["group"] == again["group"] and e["seq"] < again["seq"])
-    return forks > 0 and dead < 1 + forks
+    forks = _forks(failed, lambda a, b: any(a["seq"] < seq < b["seq"] and (topic, queue_id) == _copy_of(b)[:2]
+                                            and offset <= b["queue_offset"]
+                                            for seq, _g, topic, queue_id, offset in fixes))
+    return _a_ladder_is_left(ix.by_msg[again["msg_id"]], again, forks)
 
 
 def check_dlq_after_max_retries(ix: _Index, ctx: RunContext) -> dict:

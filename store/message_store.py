@@ -392,29 +392,43 @@ class DefaultMessageStore:
 
     def _collect(self, result: GetMessageResult, buf: bytes, offset: int, max_msg_nums: int,
                  tags_filter: Callable[[int], bool] | None) -> None:
+        """Only a missing commit-log entry skips to the next commit-log file (MESSAGE_WAS_REMOVING). A unit whose
+        bytes are there but hold no record it can decode (a stale unit after a power failure, #495) is in the
+        batch all the same: Java's commitLog.getMessage returns bytes without decoding them, so the broker answers
+        FOUND and counts the unit and those after it in the batch and in nextBeginOffset; the client's
+        MessageDecoder.decodesBatch stops at the first record it cannot decode, so none from there on reaches it
+        (explore seed 1000000206)."""
         limit = min(len(buf), max(16000, max_msg_nums * CQ_STORE_UNIT_SIZE))
         next_phy_file_start = None
+        in_batch = 0  # units whose bytes the broker returns (getResult.getMessageCount)
+        undecodable = False  # the client's decodesBatch stopped: the rest of the batch is not handed over
         i = 0
         while i < limit:
             offset_py, size_py, tags_code = CQ_UNIT.unpack_from(buf, i)
             if next_phy_file_start is not None and offset_py < next_phy_file_start:
                 i += CQ_STORE_UNIT_SIZE
                 continue
-            if len(result.messages) >= max_msg_nums:
+            if in_batch >= max_msg_nums:
                 break
             if tags_filter is not None and not tags_filter(tags_code):
                 i += CQ_STORE_UNIT_SIZE
                 continue
             raw = self.commit_log.get_message(offset_py, size_py) if size_py > 0 else None
-            msg = codec.decode_message(raw, 0) if raw else None
-            if msg is None:
+            if raw is None:
                 self.probes.probe("store.get_message_unreadable")
-                if not result.messages:
+                if not in_batch:
                     result.status = GetMessageStatus.MESSAGE_WAS_REMOVING
                 next_phy_file_start = self.commit_log.roll_next_file(offset_py)
                 i += CQ_STORE_UNIT_SIZE
                 continue
-            result.messages.append(msg)
+            msg = None if undecodable else codec.decode_message(raw, 0)
+            if msg is None:
+                if not undecodable:
+                    self.probes.probe("store.get_message_unreadable")
+                undecodable = True
+            else:
+                result.messages.append(msg)
+            in_batch += 1
             result.status = GetMessageStatus.FOUND
             next_phy_file_start = None
             i += CQ_STORE_UNIT_SIZE

@@ -27,7 +27,7 @@ CATALOGUE: dict[str, str] = {
     "store.recover_truncated_cq": "recovery truncated consume queues that reached past the commit log",
     "store.get_offset_too_small": "a read asked below a queue's min offset",
     "store.get_offset_overflow_badly": "a read asked past a queue's max offset",
-    "store.get_message_unreadable": "a consume-queue unit pointed at a record the commit log could not return",
+    "store.get_message_unreadable": "a consume-queue unit pointed at no record the commit log could return or decode",
     # Config files
     "config.main_missing": "a config file was missing at load",
     "config.main_empty": "a config file was empty at load (#5905's 0-byte file)",

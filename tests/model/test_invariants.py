@@ -73,6 +73,13 @@ class H:
     def drain(self, t=10_000):
         return self.add(t, "drain")
 
+    def in_time_order(self) -> H:
+        """Events added out of time order (a line placed by a parameter) where their times put them, renumbered."""
+        self.events.sort(key=lambda e: e["t_ms"])
+        for seq, e in enumerate(self.events):
+            e["seq"] = seq
+        return self
+
 
 def verdict(name: str, h: H, context: RunContext | None = None) -> dict:
     return check_events(h.events, context or ctx(), only=[name])[name]
@@ -244,6 +251,17 @@ def test_no_loss_fails_below_a_committed_offset_without_a_rollback_or_at_or_past
     assert_fails("no_loss", h.drain(10_000), A, "neither consumed it successfully nor dead-lettered")
 
 
+def _pull_offset_moved_then(h: H, crash_t: int | None, line_t: int, client: str, moved: str) -> H:
+    """The end of the moved-pull-offset histories: an optional crash, the client's OFFSET_ILLEGAL WARN line
+    (``moved``: "from -> to") at ``line_t``, the drain."""
+    if crash_t is not None:
+        h.crash(crash_t).restart(crash_t + 100)
+    h.add(line_t, "log", level="WARN", logger=f"RocketmqClient@{client}", fault_site=None,
+          message=f"the pull request offset illegal, MessageQueue(topic='T', broker_name='broker-a', queue_id=0) "
+                  f"{moved}")
+    return h.in_time_order().drain(10_000)
+
+
 def _moved_pull_offset(cut: bool = True, line_t: int = 3500, moved: str = "9 -> 5", queue_offset: int = 4,
                        client: str = "G-0", crash_t: int | None = None, failed_first: bool = False) -> H:
     """Explore seed 910000238: G-0 had pulled to 9 when a rollback cut the queue back to 4; after the restart A
@@ -261,15 +279,7 @@ def _moved_pull_offset(cut: bool = True, line_t: int = 3500, moved: str = "9 -> 
     if not failed_first:
         h.send(3100, A)
     h.store(3100, A, queue_offset=queue_offset)
-    if crash_t is not None:
-        h.crash(crash_t).restart(crash_t + 100)
-    h.add(line_t, "log", level="WARN", logger=f"RocketmqClient@{client}", fault_site=None,
-          message=f"the pull request offset illegal, MessageQueue(topic='T', broker_name='broker-a', queue_id=0) "
-                  f"{moved}")
-    h.events.sort(key=lambda e: e["t_ms"])
-    for seq, e in enumerate(h.events):
-        e["seq"] = seq
-    return h.drain(10_000)
+    return _pull_offset_moved_then(h, crash_t, line_t, client, moved)
 
 
 def test_no_loss_holds_below_a_pull_offset_moved_past_it_after_a_rollback():
@@ -284,6 +294,44 @@ def test_no_loss_fails_below_a_moved_pull_offset_without_its_conditions():
     assert_fails("no_loss", _moved_pull_offset(moved="3 -> 5"), A, lost)  # moved up: not past the end
     assert_fails("no_loss", _moved_pull_offset(client="H-0"), A, lost)  # another group's consumer
     assert_fails("no_loss", _moved_pull_offset(crash_t=3300), A, lost)  # after the next crash: not this cut's
+
+
+def _cq_cut_moved_pull_offset(cut: bool = True, reached: int = 9, to_offset: int = 4, queue_id: int = 0,
+                              line_t: int = 3500, moved: str = "9 -> 7", client: str = "G-0",
+                              crash_t: int | None = None) -> H:
+    """Explore seed 1040000277: G had reached 9 when a CQ truncation cut the queue's units 4-8 and crashed the
+    broker; recovery rebuilt two units, so A is stored at 5 after the restart, and G-0's next pull (past the
+    end) is moved to the max offset, 7: A lies below it."""
+    h = H()
+    for owner, group in (("G-0", "G"), ("H-0", "H")):
+        h.add(0, "consumer_start", group=group, client_id=f"{owner}@sim", topic="T", subscription="*",
+              model="CLUSTERING", max_reconsume_times=2)
+    h.commit(500, reached)
+    if cut:
+        h.add(1000, "crash", target="broker", crash_kind="process", site="cq_truncation")
+        h.add(1000, "cq_truncate", topic="T", queue_id=0, from_offset=9, to_offset=to_offset,
+              cut_msg_ids=[f"CUT{i}" for i in range(to_offset, 9)])
+    else:
+        h.crash(1000)
+    h.restart(3000)
+    h.send(3100, A).store(3100, A, queue_id=queue_id, queue_offset=5)
+    return _pull_offset_moved_then(h, crash_t, line_t, client, moved)
+
+
+def test_no_loss_holds_below_a_pull_offset_moved_past_a_cq_truncation():
+    assert assert_holds("no_loss", _cq_cut_moved_pull_offset())["checked"] == 1
+
+
+def test_no_loss_fails_below_a_pull_offset_moved_after_a_cq_truncation_without_its_conditions():
+    lost = "neither consumed it successfully nor dead-lettered"
+    assert_fails("no_loss", _cq_cut_moved_pull_offset(cut=False), A, lost)  # a plain crash cut nothing
+    assert_fails("no_loss", _cq_cut_moved_pull_offset(reached=5), A, lost)  # G had not passed A's offset
+    assert_fails("no_loss", _cq_cut_moved_pull_offset(to_offset=6), A, lost)  # A's offset was not cut
+    assert_fails("no_loss", _cq_cut_moved_pull_offset(queue_id=1), A, lost)  # another queue than the cut one
+    assert_fails("no_loss", _cq_cut_moved_pull_offset(line_t=3050), A, lost)  # moved before A was stored
+    assert_fails("no_loss", _cq_cut_moved_pull_offset(moved="9 -> 5"), A, lost)  # moved to A's offset: reads A
+    assert_fails("no_loss", _cq_cut_moved_pull_offset(client="H-0"), A, lost)  # another group's consumer
+    assert_fails("no_loss", _cq_cut_moved_pull_offset(crash_t=3300), A, lost)  # after the next crash
 
 
 def test_redelivery_holds_when_the_retry_copy_lies_below_a_moved_pull_offset():
@@ -838,10 +886,7 @@ def _forked_by_a_late_offset_fix(fix_t: int = 20_000, fixed_to: int = 1, client:
         h.consume(60_000, A, reconsume_times=2, queue_topic="%RETRY%G", queue_offset=4)
     else:
         h.consume(51_000, A, reconsume_times=2, queue_topic="%RETRY%G", queue_offset=3)
-    h.events.sort(key=lambda e: e["t_ms"])  # the fix line where its time puts it
-    for seq, e in enumerate(h.events):
-        e["seq"] = seq
-    return h
+    return h.in_time_order()  # the fix line where its time puts it
 
 
 def test_dlq_holds_for_a_retry_chain_forked_by_a_late_4x_offset_fix():

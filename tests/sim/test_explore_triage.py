@@ -101,6 +101,12 @@ and watching the invariant fail again.
 | 1000000327 | at_least_once_redelivery | 5.3.3: a 10 s rollback destroyed the copy the client was consuming; | excuse |
 |  |  | the broker was down for both send-backs, and a consumer crash 373 ms later killed the local retry | |
 |  |  | (due 5 s later); the level's table was past the copy: no copy left to pull | |
+| 1000000206 | no_loss, | 5.3.3: a pull at a stale unit (#495, two power failures) whose bytes lie inside | store bug (fixed) |
+|  | at_least_once_redelivery | another record: the store took it for a missing entry and skipped every unit below the next | |
+|  |  | commit-log file (56); Java answers FOUND for one batch (32) and the client's decodesBatch stops there | |
+| 1040000277 | no_loss | 4.9.8: a CQ truncation cut queue 0 21 -> 13 under groups at 21; a backwards step kept the | excuse |
+|  |  | checkpoint ahead, so recovery re-dispatched only the last file's units (19-20, at 13-14); copies stored | |
+|  |  | at 15-16 lay below the pulls, which OFFSET_OVERFLOW_BADLY moved 21 -> 17, over them | |
 """
 
 from __future__ import annotations
@@ -122,7 +128,7 @@ REPRO = Path(__file__).resolve().parent.parent / "data" / "repro"
 SEEDS = (4, 5, 10, 17, 19, 31, 41, 61, 70, 71, 77, 95, 131, 166, 233, 251, 282, 371, 399, 511, 3735928559, 3389118813,
          1655531201, 1655531205, 1655531208, 1200000050, 900000578, 910000265, 910000395, 910000238,
          910000562, 930000445, 940000253, 940000198, 950000360, 990000012, 990000087,
-         1000000067, 1000000327)
+         1000000067, 1000000206, 1000000327, 1040000277)
 # Seeds whose cause another seed of the table shares (5, 31 as 10; 71 as 17; 77 as 70; 251 as 233; 166's FIFO wait
 # behind a copy stored before a backwards step and 19's poll per CQ file crossed, both in 1655531201's run): they
 # hold in the slow tier, with their excuse tests.
@@ -790,3 +796,44 @@ def test_a_local_retry_killed_with_its_consumer_after_a_rollback_destroyed_the_c
     monkeypatch.setattr(invariants, "_local_retry_died_with_its_consumer", lambda ix, attempt: False)
     (violation,) = _check(result)["at_least_once_redelivery"]["violations"]
     assert violation["msg_id"].endswith("9A98004B") and "attempt 0 in GroupA failed at t=45201" in violation["explanation"]
+
+
+def test_a_pull_at_a_stale_unit_loses_one_batch_not_the_rest_of_the_commit_log_file():
+    """Triaged from 600 generated runs (seeds 1000000000-1000000599): 5.3.3, two power failures. The first left
+    %RETRY%GroupA's units 23-29 on disk past the cut; the second resurrected them over the copies stored there
+    since (#495: "built repeatedly"), and the group's offset came back as 24. The pull at 61.002 s read stale unit
+    24, whose bytes lie inside a TopicA record: the store took that for a missing commit-log entry and skipped
+    every unit below the next commit-log file, 24-79, so retry 2 of four messages (units 67-70) never came. Java
+    returns the bytes (commitLog.getMessage does not decode): FOUND, nextBeginOffset 56 (32 units), and the
+    client's decodesBatch stops at the bad record; 56-79 are pulled next. The copies in the batch 30-55 are never
+    consumed (RocketMQ's loss, behind_a_stale_unit; here each message was consumed from TopicA anyway)."""
+    result = _run(1000000206)
+    assert not _failed(result)
+    events = result.history.events
+    late = {e["queue_offset"]: e["msg_id"][-4:] for e in events if e["kind"] == "consume" and e["t_ms"] > 61_000
+            and e["queue_topic"] == "%RETRY%GroupA" and 56 <= e["queue_offset"] < 80}
+    assert [late.get(u) for u in range(67, 71)] == ["005D", "0072", "009F", "00A5"]
+    assert not any(e["kind"] == "consume" and e["queue_topic"] == "%RETRY%GroupA" and 30 <= e["queue_offset"] < 56
+                   and e["t_ms"] > 61_000 for e in events)
+
+
+def test_copies_at_offsets_a_cq_truncation_cut_lie_below_a_pull_moved_past_the_queue_end(monkeypatch):
+    """Triaged from generated runs (seed 1040000277): 4.9.8, a -1 min step at 4 s. At 10.27 s a CQ truncation
+    zeroed TopicA queue 0's units 13-20 (every group had consumed to 21) and crashed the broker. The checkpoint
+    still held a pre-step time (no thorough flush since the step), so the abnormal recovery began at the last
+    commit-log file and re-dispatched units 19-20 at the CQ's write position 13-14 ("[BUG]logic queue order
+    maybe wrong"); the queue's end came back as 15. Copies stored at 15-16 after the restart lay below every
+    group's pull at 21, which OFFSET_OVERFLOW_BADLY moved to the max offset 17: RocketMQ's loss."""
+    import model.invariants as invariants
+
+    result = _run(1040000277)
+    assert not _failed(result)
+    events = result.history.events
+    (cut,) = [(e["queue_id"], e["from_offset"], e["to_offset"]) for e in events if e["kind"] == "cq_truncate"]
+    assert cut == (0, 21, 13)
+    assert sum("logic queue order maybe wrong" in e.get("message", "") for e in events if e["kind"] == "log") == 2
+    monkeypatch.setattr(invariants._Index, "below_a_moved_pull_offset_after_a_cq_cut",
+                        lambda self, msg_id, group, after_seq=-1: False)
+    lost = _check(result)["no_loss"]["violations"]
+    assert {(v["msg_id"][-4:], v["group"]) for v in lost} == {
+        (m, g) for m in ("003F", "0041") for g in ("GroupA", "GroupB", "GroupC")}

@@ -238,6 +238,20 @@ def test_sync_flush_put_that_opens_a_new_file_is_flushed_and_dispatched(era):
     assert len(store.get_message("g", "TopicTest", 0, 0, 32).messages) == 3
 
 
+def test_a_put_that_ends_a_file_stamps_it_with_its_store_time():
+    """MappedFile.appendMessagesInner sets storeTimestamp for an END_OF_FILE append too (both tags), so the flush
+    hands the checkpoint the time of the put that ended the file, not that of the file's last record."""
+    clock = ManualClock(1_700_000_000_000)
+    store = make_store(clock=clock)
+    store.put_message(new_msg(key="m0", body=b"x" * 3000))
+    clock.advance(5000)
+    ended = store.put_message(new_msg(key="m1", body=b"x" * 3000))  # too big for the rest of file 0: ends it
+    assert ended.append.wrote_offset == 4096
+    assert store.commit_log.mfq.mapped_files[0].store_timestamp == 1_700_000_005_000
+    store.commit_log.flush(0)  # file 0 (one file per call)
+    assert store.commit_log.mfq.store_timestamp == 1_700_000_005_000
+
+
 @pytest.mark.parametrize("flush", ["SYNC_FLUSH", "ASYNC_FLUSH"])
 @pytest.mark.parametrize("era", ["5.3.3", "4.9.8"])
 def test_an_oversize_record_answers_put_ok_and_stores_nothing(era, flush):
@@ -274,3 +288,23 @@ def test_an_oversize_record_answers_put_ok_and_stores_nothing(era, flush):
     got = again.get_message("g", "TopicTest", 0, 0, 32)
     assert [m.properties["UNIQ_KEY"] for m in got.messages] == ["m0", "m1"]
     assert again.put_message(new_msg(key="m2")).append.wrote_offset == result.append.wrote_offset + result.append.wrote_bytes
+
+
+def test_a_readable_unit_that_holds_no_record_ends_the_batch_for_the_client_but_not_the_scan():
+    """A stale unit (#495) points into the middle of a durable record: Java's commitLog.getMessage returns those
+    bytes undecoded, so the broker answers FOUND and counts up to maxMsgNums units in nextBeginOffset; the client's
+    decodesBatch stops at the record it cannot decode. Only a missing entry skips to the next commit-log file
+    (explore seed 1000000206: a pull at a stale unit skipped 56 retry copies to the queue's end)."""
+    store = make_store()
+    records = [store.put_message(new_msg(topic="Other", key=f"m{i}")).append for i in range(4)]
+    cq = store.find_consume_queue("TopicTest", 0)
+    for i, r in enumerate(records):
+        at = r.wrote_offset + (10 if i == 1 else 0)  # unit 1: readable bytes, no record starts there
+        assert cq.put_message_position_info(at, r.wrote_bytes, 0, i)
+    whole = store.get_message("g", "TopicTest", 0, 0, 32)
+    assert (whole.status, whole.next_begin_offset) == (GetMessageStatus.FOUND, 4)
+    assert [m.properties["UNIQ_KEY"] for m in whole.messages] == ["m0"]  # m2, m3 sit behind the bad record
+    at_stale = store.get_message("g", "TopicTest", 0, 1, 2)
+    assert (at_stale.status, at_stale.next_begin_offset, at_stale.messages) == (GetMessageStatus.FOUND, 3, [])
+    after = store.get_message("g", "TopicTest", 0, at_stale.next_begin_offset, 2)
+    assert [m.properties["UNIQ_KEY"] for m in after.messages] == ["m3"]
