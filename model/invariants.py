@@ -311,7 +311,7 @@ class _Index:
     def pending(self, ctx: RunContext) -> dict[str, int]:
         """Messages not due early enough to be consumed by the end of the drain (model.stats.pending_messages)."""
         if self._pending is None:
-            self._pending = pending_messages(self.events, ctx.end_ms, ctx.timer_precision_ms)
+            self._pending = pending_messages(self.events, ctx.end_ms, ctx.timer_precision_ms, ctx.era)
         return self._pending
 
     def quote(self, msg_id: str) -> list[dict]:

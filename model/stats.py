@@ -17,6 +17,12 @@ from model.topics import RETRY_PREFIX, SCHEDULE_TOPIC, TIMER_TOPIC  # noqa: F401
 CONSUME_SUCCESS = "CONSUME_SUCCESS"
 POLL_SLACK_MS = 100 + 10 + 1  # a level's 100 ms poll, the async handler's 10 ms, one reput round
 CONSUME_SLACK_MS = 1000  # from the real topic to a consumer: dispatch, a held pull woken, the network, a consume
+# After a broker restart its ConsumerManager is empty and a pull answers SUBSCRIPTION_NOT_EXIST until the client's
+# heartbeat (the client tries again PULL_TIME_DELAY_MILLS_WHEN_EXCEPTION = 3 s later): a 4.9.8 client heartbeats
+# every heartbeatBrokerInterval (30 s); a 5.3.3 client at once when a request reconnects (onChannelActive), so
+# its second pull after the restart is served.
+PULL_RETRY_MS = 3000
+RESUME_AFTER_BROKER_RESTART_MS = {"4.9.8": 30_000 + PULL_RETRY_MS, "5.3.3": 2 * PULL_RETRY_MS}
 
 
 def percentile(values: list[int], q: float) -> int | None:
@@ -135,18 +141,24 @@ def time_to_dlq_ms(events: list[dict]) -> list[int]:
     return out
 
 
-def pending_messages(events: list[dict], end_ms: int, timer_precision_ms: int = 1000) -> dict[str, int]:
+def pending_messages(events: list[dict], end_ms: int, timer_precision_ms: int = 1000,
+                     era: str | None = None) -> dict[str, int]:
     """msg_id -> the monotonic time from which it can be consumed, for each message not due early enough.
 
     A message is pending when the time it becomes consumable plus the documented polling bound falls after
     ``end_ms`` (the end of the drain): its last scheduled copy (a delay level, a retry level or the timer)
     not yet delivered, due at ``due_mono_of_store`` + ``POLL_SLACK_MS`` (+ the timer's precision), or its
-    last copy stored in a consumable topic; then ``CONSUME_SLACK_MS`` for a consumer to get it. Such a message
-    was not lost: the run ended before it was due."""
+    last copy stored in a consumable topic, but no earlier than the clients of ``era`` pull again after the
+    broker's last restart (``RESUME_AFTER_BROKER_RESTART_MS``); then ``CONSUME_SLACK_MS`` for a consumer to get
+    it. Such a message was not lost: the run ended before it could be consumed."""
     last: dict[str, dict] = {}
+    restarted_ms = -1
     for e in events:
         if e["kind"] in ("store", "deliver", "preloaded") and e.get("msg_id"):
             last[e["msg_id"]] = e
+        elif e["kind"] == "restart" and e["target"] == "broker" and e.get("ok") is not False:
+            restarted_ms = e["t_ms"]
+    resumed_ms = restarted_ms + RESUME_AFTER_BROKER_RESTART_MS[era] if era and restarted_ms >= 0 else -1
     out = {}
     for msg_id, e in last.items():
         if is_pending_preloaded(e):  # run --from-store: still scheduled at the start
@@ -158,12 +170,14 @@ def pending_messages(events: list[dict], end_ms: int, timer_precision_ms: int = 
             ready = due + POLL_SLACK_MS + (2 * timer_precision_ms if e["topic"] == TIMER_TOPIC else 0)
         else:
             ready = e["t_ms"]
+        ready = max(ready, resumed_ms)
         if ready + CONSUME_SLACK_MS > end_ms:
             out[msg_id] = ready
     return out
 
 
-def run_stats(events: list[dict], end_ms: int | None = None, timer_precision_ms: int = 1000) -> dict:
+def run_stats(events: list[dict], end_ms: int | None = None, timer_precision_ms: int = 1000,
+              era: str | None = None) -> dict:
     """The ``stats`` of summary.json (and the sweep rows): counts, duplicates, lateness, time to DLQ, pending."""
     sent = consumed = failed_attempts = dlq = crashes = faults = unstored = 0
     for e in events:
@@ -188,7 +202,7 @@ def run_stats(events: list[dict], end_ms: int | None = None, timer_precision_ms:
     sent_ok = {e["msg_id"] for e in events if e["kind"] == "send" and e["status"] == "SEND_OK"}
     done = {e["msg_id"] for e in events if (e["kind"] == "consume" and e["status"] == CONSUME_SUCCESS)
             or e["kind"] == "dlq"}
-    pending = pending_messages(events, end_ms, timer_precision_ms) if end_ms is not None else {}
+    pending = pending_messages(events, end_ms, timer_precision_ms, era) if end_ms is not None else {}
     return {
         "sent": sent,
         "consumed": consumed,

@@ -35,7 +35,8 @@ __all__ = ["GROUP_FIELDS", "INVARIANTS", "MAX_DLQ_SAMPLES", "SPARK_TASK_FAILED",
            "group_counts", "percentile", "run_task", "time_to_dlq_ms"]
 
 
-def group_counts(events: list[dict], end_ms: int | None, timer_precision_ms: int = 1000) -> list[dict]:
+def group_counts(events: list[dict], end_ms: int | None, timer_precision_ms: int = 1000,
+                 era: str | None = None) -> list[dict]:
     """Per consumer group (in order of first start): the messages its subscription takes (``expected``), how
     many it consumed, dead-lettered, lost (neither, and not pending), left pending; its duplicate consumptions
     and consume attempts; the mean time to its DLQ copies. A broadcasting group counts a message done when
@@ -44,7 +45,7 @@ def group_counts(events: list[dict], end_ms: int | None, timer_precision_ms: int
     for g in groups_from_history(events):
         groups.setdefault(g.group, []).append((g.topic, g.tags))
     sends = [e for e in events if e["kind"] == "send" and e["status"] == "SEND_OK"]
-    not_due = pending_messages(events, end_ms, timer_precision_ms) if end_ms is not None else {}
+    not_due = pending_messages(events, end_ms, timer_precision_ms, era) if end_ms is not None else {}
     first_send: dict[str, int] = {}
     for e in sends:
         first_send.setdefault(e["msg_id"], e["t_ms"])
@@ -147,7 +148,7 @@ def run_task(task: dict, check=None) -> dict:
             "pending": stats.get("pending"),
             "unstored": stats.get("unstored"),  # PUT_OK, nothing stored: records larger than a commit-log file
             "groups": group_counts(result.history.events, result.world.end_mono_ms - result.world.start_mono_ms,
-                                   result.world.store_config.timer_precision_ms),
+                                   result.world.store_config.timer_precision_ms, result.world.store_config.era),
         })
     except (Exception, SystemExit) as error:  # a run that raises is a row, never a failed sweep
         row["error"] = describe_error(error)

@@ -13,4 +13,4 @@ def run_stats(history, world=None) -> dict:
     if world is None:
         return stats_of_events(events)
     return stats_of_events(events, end_ms=world.end_mono_ms - world.start_mono_ms,
-                           timer_precision_ms=world.store_config.timer_precision_ms)
+                           timer_precision_ms=world.store_config.timer_precision_ms, era=world.store_config.era)

@@ -177,3 +177,20 @@ def test_pending_needs_the_due_time_after_the_end():
     assert "M" in ms.pending_messages([store(0, end - 3000, ms.TIMER_TOPIC)], end)  # the timer's precision
     delivered = [store(0, 10_000), {"seq": 1, "t_ms": 10_050, "kind": "deliver", "msg_id": "M"}]
     assert ms.pending_messages(delivered, end) == {}
+
+
+def test_a_message_is_pending_until_the_clients_pull_again_after_the_brokers_last_restart():
+    """A restarted broker answers pulls SUBSCRIPTION_NOT_EXIST until a heartbeat: 4.9.8 clients send one every
+    30 s, 5.3.3 clients as soon as a request reconnects."""
+    end = 100_000
+    stored = {"seq": 1, "t_ms": 80_000, "kind": "store", "msg_id": "M", "topic": "TopicTest", "broker_ms": 80_000}
+
+    def restart(t_ms, ok=True):
+        return {"seq": 0, "t_ms": t_ms, "kind": "restart", "target": "broker", "ok": ok}
+
+    assert ms.pending_messages([restart(75_000), stored], end, era="4.9.8") == {"M": 108_000}
+    assert ms.pending_messages([restart(75_000), stored], end, era="5.3.3") == {}  # pulled again by 81 s
+    assert ms.pending_messages([restart(50_000), stored], end, era="4.9.8") == {}  # heartbeat by 83 s
+    assert ms.pending_messages([restart(75_000, ok=False), stored], end, era="4.9.8") == {}  # never came up
+    assert ms.pending_messages([{**restart(75_000), "target": "GroupA-0"}, stored], end, era="4.9.8") == {}
+    assert ms.pending_messages([restart(75_000), stored], end) == {}  # no era: the rule is not applied
