@@ -76,9 +76,7 @@ def _counting(fn, fired: set, key: str):
 
 def leans_of(job: tuple[int, bool]) -> tuple[int, dict[str, list[str]], str]:
     """(seed, predicate -> the invariants that fail without it, what failed when the run itself does not hold)."""
-    from model.invariants import check_events
     from scenarios.explore import generate
-    from sim.checking import context_of
     from sim.run import run_scenario
 
     seed, combos = job
@@ -89,6 +87,15 @@ def leans_of(job: tuple[int, bool]) -> tuple[int, dict[str, list[str]], str]:
     broken = [k for k, v in result.summary["invariants"].items() if not v["holds"]]
     if result.summary.get("simulator_error") or broken:
         return seed, {}, result.summary.get("simulator_error") or ", ".join(broken)
+    return seed, leans_of_run(result), ""
+
+
+def leans_of_run(result) -> dict[str, list[str]]:
+    """Excuse -> the invariants that fail when it is taken out of the check of ``result`` (a holding run)."""
+    import model.invariants as inv
+    from model.invariants import check_events
+    from sim.checking import context_of
+
     events = result.history.events
     ctx = context_of(result.world, events)
     table = predicates()
@@ -101,7 +108,6 @@ def leans_of(job: tuple[int, bool]) -> tuple[int, dict[str, list[str]], str]:
     finally:
         for key, (owner, name) in table.items():
             setattr(owner, name, originals[key])
-    import model.invariants as inv
 
     def failed_now(context=ctx) -> list[str]:
         return [k for k, v in check_events(events, context).items() if not v["holds"]]
@@ -116,7 +122,7 @@ def leans_of(job: tuple[int, bool]) -> tuple[int, dict[str, list[str]], str]:
             leans[name] = failed_now()
     other_era = "4.9.8" if ctx.era == "5.3.3" else "5.3.3"
     leans[f"era {ctx.era} (as {other_era})"] = failed_now(dataclasses.replace(ctx, era=other_era))
-    return seed, {key: failed for key, failed in leans.items() if failed}, ""
+    return {key: failed for key, failed in leans.items() if failed}
 
 
 def main() -> None:
