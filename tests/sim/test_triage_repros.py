@@ -50,28 +50,54 @@ def test_triaged_reproduction_holds(name, seed):
     assert not failed, failed
 
 
-@pytest.mark.parametrize("era", ["5.3.3", "4.9.8"])
-def test_a_local_retry_dies_with_its_dropped_process_queue_after_a_rollback(era):
-    """The mechanism of store-rollback-failing-consumer seed 4247, as the history shows it: the copy the
-    listener failed on was rolled away, the send-backs failed, and the local retry found its queue dropped
-    (4.9.8 fixes the offset 10 s later, but drops the ProcessQueue at once too). The invariants hold."""
+ROLLED_AWAY = "5CAFAACC4666005A00BF47B84E480131"  # the copy rollback-dropped-local-retry's listener failed on
+
+
+def _rolled_away_copy(era: str):
+    """(the run of store-rollback-failing-consumer seed 4247, the copy's events, its failed attempt): the copy
+    the listener failed on was rolled away and both send-backs failed, so the client retries it locally."""
     result = run_scenario(load_scenario_file(str(REPRO / "rollback-dropped-local-retry.toml")), 4247, era=era,
                           check=check_run)
     assert result.summary["invariants"]["at_least_once_redelivery"]["holds"]
     events = result.history.events
-    msg_id = "5CAFAACC4666005A00BF47B84E480131"
-    mine = [e for e in events if e.get("msg_id") == msg_id]
+    mine = [e for e in events if e.get("msg_id") == ROLLED_AWAY]
     (rollback,) = [e for e in events if e["kind"] == "store_rollback"]
-    assert msg_id in rollback["lost_msg_ids"]
-    (attempt,) = [e for e in mine if e["kind"] == "consume"]
+    assert ROLLED_AWAY in rollback["lost_msg_ids"]
+    attempt = next(e for e in mine if e["kind"] == "consume")
     assert attempt["status"] == "RECONSUME_LATER" and attempt["seq"] > rollback["seq"]
     assert [(e["path"], e["result"]) for e in mine if e["kind"] == "send_back"] == [
         ("broker", "failed"), ("producer-fallback", "failed"), ("local-retry", "ok")]
+    return result, mine, attempt
+
+
+def test_a_local_retry_dies_with_its_dropped_process_queue_after_a_rollback():
+    """5.3.3: the restarted broker refuses the pull that reconnects (SUBSCRIPTION_NOT_EXIST), the channel-active
+    heartbeat follows, and the queue's next pull finds its offset illegal, which drops the ProcessQueue before the
+    local retry is due: the retry finds its queue dropped. The invariants hold."""
+    result, mine, attempt = _rolled_away_copy("5.3.3")
+    events = result.history.events
+    assert [e["kind"] for e in mine].count("consume") == 1
     (dropped,) = [e for e in mine if e["kind"] == "local_retry_dropped"]
     assert dropped["t_ms"] == attempt["t_ms"] + 5000 and dropped["queue_offset"] == attempt["queue_offset"]
     illegal = [e for e in events if e["kind"] == "log" and "offset illegal" in e["message"]
                and "queue_id=0)" in e["message"] and "'TopicTest'" in e["message"]]
     assert illegal and attempt["seq"] < illegal[0]["seq"] < dropped["seq"]
+
+
+def test_a_4x_local_retry_consumes_the_rolled_away_copy_before_the_heartbeat_lets_a_pull_drop_its_queue():
+    """4.9.8: every pull after the restart is refused until the client's next 30 s heartbeat, so nothing drops
+    the ProcessQueue before the local retry 5 s later: it consumes the copy the broker no longer has."""
+    result, mine, attempt = _rolled_away_copy("4.9.8")
+    events = result.history.events
+    (restart,) = [e for e in events if e["kind"] == "restart" and e["target"] == "broker"]
+    retried = [e for e in mine if e["kind"] == "consume" and e["seq"] > attempt["seq"]]
+    assert [(e["t_ms"] - attempt["t_ms"], e["status"]) for e in retried] == [(5001, "CONSUME_SUCCESS")]  # 5 s + 1 ms listener
+    assert not any(e["kind"] == "local_retry_dropped" for e in mine)
+    refused = [e["t_ms"] for e in events if e["kind"] == "log" and restart["t_ms"] < e["t_ms"] < retried[0]["t_ms"]
+               and "the consumer's group info not exist" in e["message"]]
+    illegal = [e["t_ms"] for e in events if e["kind"] == "log" and "offset illegal" in e["message"]
+               and restart["t_ms"] < e["t_ms"]]
+    assert refused and (not illegal or illegal[0] > retried[0]["t_ms"])
 
 
 def test_store_rollbacks_sharing_a_millisecond_each_get_their_copy():
