@@ -7,7 +7,10 @@ invariant then fails, the run leans on it. The same for the rules a triage put i
 replaced by what it replaced), and for the era (the run checked by the other era's rules). The seeds printed per predicate are live witnesses: a triage test whose
 own seed no longer reaches its excuse (the store changed) can take one of them, and a predicate no run leans on is
 an excuse only crafted histories reach. Predicates every run leans on are rules, not excuses (``_subscribed``).
-Usage: python benchmarks/excuse_coverage.py [N] [SEED_BASE] [PROCS] [--combos]
+Usage: python benchmarks/excuse_coverage.py [N] [SEED_BASE] [PROCS] [--combos] [--like SEED]
+``--like SEED``: generate with the switches (features, fault kinds) of generated scenario SEED on at 0.85 and the
+others at 0.1, to look for witnesses of an excuse near the shape of the run that first needed it (the repro of a
+witness is then ``generate_doc(seed, combos, like_weights(SEED))``).
 """
 
 from __future__ import annotations
@@ -84,14 +87,22 @@ def _watching(fn, neutral, fired: set, key: str):
     return watched
 
 
-def leans_of(job: tuple[int, bool]) -> tuple[int, dict[str, list[str]], str]:
+def like_weights(seed: int) -> dict[str, float]:
+    """Switch -> chance: generated scenario ``seed``'s switches likely, the others rare."""
+    from scenarios.explore import FAULTS, FEATURES, switches
+
+    on = switches(seed)
+    return {name: 0.85 if name in on else 0.1 for name in (*FEATURES, *FAULTS)}
+
+
+def leans_of(job: tuple[int, bool, dict | None]) -> tuple[int, dict[str, list[str]], str]:
     """(seed, excuse -> the invariants that fail without it, what failed when the run itself does not hold)."""
     from scenarios.explore import generate
     from sim.run import run_scenario
 
-    seed, combos = job
+    seed, combos, weights = job
     try:
-        result = run_scenario(generate(seed, combos=combos), seed, shuffle_ties=True)
+        result = run_scenario(generate(seed, combos=combos, weights=weights), seed, shuffle_ties=True)
     except Exception as error:  # a crash of the simulator: explore_rate.py's finding, not an excuse's
         return seed, {}, f"simulator crashed: {error!r}"
     broken = [k for k, v in result.summary["invariants"].items() if not v["holds"]]
@@ -132,8 +143,11 @@ def leans_of_run(result) -> dict[str, list[str]]:
 
 
 def main() -> None:
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    combos = "--combos" in sys.argv
+    argv = sys.argv[1:]
+    like = int(argv.pop(argv.index("--like") + 1)) if "--like" in argv else None
+    args = [a for a in argv if not a.startswith("--")]
+    combos = "--combos" in argv
+    weights = like_weights(like) if like is not None else None
     n = int(args[0]) if args else 100
     base = int(args[1]) if len(args) > 1 else 1
     procs = int(args[2]) if len(args) > 2 else os.cpu_count() or 1
@@ -142,7 +156,7 @@ def main() -> None:
     witnesses: dict[str, list[tuple[int, list[str]]]] = {key: [] for key in keys}
     failing = []
     with Pool(procs) as pool:
-        for seed, leans, failed in pool.imap_unordered(leans_of, [(s, combos) for s in range(base, base + n)]):
+        for seed, leans, failed in pool.imap_unordered(leans_of, [(s, combos, weights) for s in range(base, base + n)]):
             bar.update(1)
             if failed:
                 failing.append((seed, failed))
@@ -155,7 +169,8 @@ def main() -> None:
         print(f"{key}: {len(seen)} of {held} runs" + (f": {shown}" if seen else ""))
     for seed, failed in sorted(failing):
         print(f"seed {seed} does not hold: {failed}")
-    print(f"{held} of {n} runs held (seeds {base}..{base + n - 1}{', combos' if combos else ''})")
+    print(f"{held} of {n} runs held (seeds {base}..{base + n - 1}{', combos' if combos else ''}"
+          f"{f', like {like}: weights {weights}' if weights else ''})")
 
 
 if __name__ == "__main__":
