@@ -211,18 +211,33 @@ def test_timer_copies_behind_a_backwards_step_go_out_at_once_and_again_after_a_r
 
 
 def test_a_retry_through_a_stale_level_unit_after_a_power_failure():
-    result = _run(61)
+    """Triaged from generated runs (seed 1070000149 with combos): 4.9.8. GroupA's send-back at 35.102 s stored
+    retry 2 of ...0019 at level 4's unit 25, due 30 s later. The power failure at 44.472 s kept level 4's consume
+    queue, unflushed from byte 0 to 1440, only up to the sector boundary at byte 512: unit 25 (bytes 500-519) kept
+    its offset and size and lost its tagsCode, and recovery kept it. The level's poll that delivered unit 24 at
+    64.969 s read deliver time 0 for unit 25 and put its copy at once, 133 ms before its due time: retry 2 came
+    29871 ms after its send-back. The tagsCode the level trusted is no copy's deliver time."""
+    result = _run_file("explore-1070000149-combos", 1070000149)
+    assert not _failed(result)
     events = result.history.events
-    assert "retry_schedule" not in _check(result)
     dues: dict[str, list[int]] = {}
     for e in events:
         if e["kind"] == "store" and e.get("due_ms") is not None:
             dues.setdefault(e["msg_id"], []).append(e["due_ms"])
     stale = [e for e in events if e["kind"] == "deliver" and isinstance(e["level"], int)
              and e["due_ms"] not in dues.get(e["msg_id"], ())]
-    assert stale  # the unit's tagsCode named a deliver time no copy of that message was stored with
+    # the unit's tagsCode named a deliver time no copy of that message was stored with
+    assert [(e["t_ms"], e["msg_id"][-4:], e["level"], e["schedule_queue_offset"], e["due_ms"]) for e in stale] == [
+        (64_969, "0019", 4, 25, 0)]
+    (made,) = [e for e in events if e["kind"] == "store" and e["topic"] == "SCHEDULE_TOPIC_XXXX" and e["queue_id"] == 3
+               and e["queue_offset"] == 25]
+    assert made["msg_id"] == stale[0]["msg_id"] and made["t_ms"] == 35_102
+    power = [e["t_ms"] for e in events if e["kind"] == "crash" and e.get("crash_kind") == "power"]
+    assert power[0] == 44_472 and made["t_ms"] < power[0] < stale[0]["t_ms"]
+    assert "retry_schedule" not in _check(result)
     healed = [dict(e, due_ms=dues[e["msg_id"]][-1]) if e in stale else e for e in events]
-    assert "retry_schedule" in _check(result, healed)
+    (v,) = _check(result, healed)["retry_schedule"]["violations"]
+    assert v["msg_id"].endswith("0019") and "retry 2 came 29871 ms after its send-back" in v["explanation"]
 
 
 def test_4x_fallback_of_the_last_attempt_dead_letters():
