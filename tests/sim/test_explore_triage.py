@@ -476,12 +476,40 @@ def test_a_retry_of_the_second_ladder_after_the_first_was_dead_lettered(monkeypa
 
 
 def test_a_dead_lettered_copy_pulled_again_is_a_duplicate(monkeypatch):
+    """Triaged from generated runs (seed 1070000542 with combos): 4.9.8, GroupC (two instances) fails the first
+    attempts of every message and dead-letters at once (max_reconsume_times 0). GroupC-0, killed at 49.076 s,
+    restarted at 51.076 s while the broker was down after the power failure at 49.533 s (its heartbeat failed);
+    the broker came back at 51.533 s. GroupC-1, killed at 50.008 s, restarted at 52.008 s as the only member the
+    broker knew: it took both TopicA queues and failed and dead-lettered queue 0's #49-61 at 52.011 s. GroupC-0's
+    first scheduled heartbeat (1 s after its start) at 52.076 s made both rebalance: queue 0 went to GroupC-0,
+    whose rebalance read the group's offset 49 before GroupC-1's dropped the queue and wrote 62 (the broker's
+    "[NOTIFYME]" at GroupC-0's pull), and it consumed #49-61 again at 52.079 s: dead-lettered copies pulled again,
+    duplicates, not retries past the DLQ (a retry would be a new copy)."""
     import model.invariants as invariants
 
-    result = _run_file("explore-135-combos", 135)
+    result = _run_file("explore-1070000542-combos", 1070000542)
+    assert not _failed(result)
+    events = result.history.events
+    reads: dict[int, list[tuple]] = {}
+    for e in events:
+        if (e["kind"] == "consume" and e["group"] == "GroupC" and e["queue_topic"] == "TopicA" and e["queue_id"] == 0
+                and 49 <= e["queue_offset"] <= 61 and e["t_ms"] > 50_000):  # before: copies a 40.47 s rollback cut
+            reads.setdefault(e["queue_offset"], []).append((e["t_ms"], e["client_id"], e["status"], e["msg_id"]))
+    assert sorted(reads) == list(range(49, 62))
+    for offset, twice in reads.items():
+        assert [(t, c, s) for t, c, s, _ in twice] == [(52_011, "GroupC-1@sim", "RECONSUME_LATER"),
+                                                       (52_079, "GroupC-0@sim", "RECONSUME_LATER")], offset
+        msg_id = twice[0][3]
+        dead = [e["t_ms"] for e in events if e["kind"] == "dlq" and e["group"] == "GroupC" and e["msg_id"] == msg_id]
+        assert dead == [52_011, 52_079], offset
+    assert any(e["kind"] == "log" and e["t_ms"] == 52_077 and "[NOTIFYME]update consumer offset less than store"
+               in e["message"] and "TopicA@GroupC, queueId=0, requestOffset=49, storeOffset=62" in e["message"]
+               for e in events)
     assert "dlq_after_max_retries" not in _check(result)
     monkeypatch.setattr(invariants, "_copy_of", lambda c: c["seq"])  # every consume a copy of its own
-    assert "dlq_after_max_retries" in _check(result)
+    violations = _check(result)["dlq_after_max_retries"]["violations"]
+    assert {v["msg_id"] for v in violations} == {twice[0][3] for twice in reads.values()}
+    assert all("delivered to GroupC as retry 0 after it was dead-lettered" in v["explanation"] for v in violations)
 
 
 def test_units_behind_an_async_head_waiting_for_its_resend_come_again_after_a_graceful_restart(monkeypatch):
