@@ -211,18 +211,33 @@ def test_timer_copies_behind_a_backwards_step_go_out_at_once_and_again_after_a_r
 
 
 def test_a_retry_through_a_stale_level_unit_after_a_power_failure():
-    result = _run(61)
+    """Triaged from generated runs (seed 1070000149 with combos): 4.9.8. GroupA's send-back at 35.102 s stored
+    retry 2 of ...0019 at level 4's unit 25, due 30 s later. The power failure at 44.472 s kept level 4's consume
+    queue, unflushed from byte 0 to 1440, only up to the sector boundary at byte 512: unit 25 (bytes 500-519) kept
+    its offset and size and lost its tagsCode, and recovery kept it. The level's poll that delivered unit 24 at
+    64.969 s read deliver time 0 for unit 25 and put its copy at once, 133 ms before its due time: retry 2 came
+    29871 ms after its send-back. The tagsCode the level trusted is no copy's deliver time."""
+    result = _run_file("explore-1070000149-combos", 1070000149)
+    assert not _failed(result)
     events = result.history.events
-    assert "retry_schedule" not in _check(result)
     dues: dict[str, list[int]] = {}
     for e in events:
         if e["kind"] == "store" and e.get("due_ms") is not None:
             dues.setdefault(e["msg_id"], []).append(e["due_ms"])
     stale = [e for e in events if e["kind"] == "deliver" and isinstance(e["level"], int)
              and e["due_ms"] not in dues.get(e["msg_id"], ())]
-    assert stale  # the unit's tagsCode named a deliver time no copy of that message was stored with
+    # the unit's tagsCode named a deliver time no copy of that message was stored with
+    assert [(e["t_ms"], e["msg_id"][-4:], e["level"], e["schedule_queue_offset"], e["due_ms"]) for e in stale] == [
+        (64_969, "0019", 4, 25, 0)]
+    (made,) = [e for e in events if e["kind"] == "store" and e["topic"] == "SCHEDULE_TOPIC_XXXX" and e["queue_id"] == 3
+               and e["queue_offset"] == 25]
+    assert made["msg_id"] == stale[0]["msg_id"] and made["t_ms"] == 35_102
+    power = [e["t_ms"] for e in events if e["kind"] == "crash" and e.get("crash_kind") == "power"]
+    assert power[0] == 44_472 and made["t_ms"] < power[0] < stale[0]["t_ms"]
+    assert "retry_schedule" not in _check(result)
     healed = [dict(e, due_ms=dues[e["msg_id"]][-1]) if e in stale else e for e in events]
-    assert "retry_schedule" in _check(result, healed)
+    (v,) = _check(result, healed)["retry_schedule"]["violations"]
+    assert v["msg_id"].endswith("0019") and "retry 2 came 29871 ms after its send-back" in v["explanation"]
 
 
 def test_4x_fallback_of_the_last_attempt_dead_letters():
@@ -284,12 +299,35 @@ def test_what_was_still_to_come_when_the_broker_refused_to_start_after_a_power_f
 
 
 def test_a_dead_letter_is_timed_from_the_local_retry_that_was_sent_back(monkeypatch):
+    """Triaged from generated runs (seed 1060000086): 4.9.8, GroupA dead-letters a failed attempt at once
+    (max_reconsume_times 0). GroupA-0 failed TopicA 0 #25 (...0080) at 3.701 s and #31 (...00A0) at 4.501 s; for
+    each, the broker's send-back (its %DLQ%GroupA put) and the producer fallback failed on injected put failures,
+    so the client consumed the copy it held again 5 s later, reconsumeTimes raised to 1 in memory (ROCKETMQ.md
+    4.2). #25's local retry succeeded at 9.201 s; #31's failed at 10.001 s and its send-back dead-lettered it at
+    once. Those retries re-read stored copies: counts the client raised, not retries granted past the limit."""
     import model.invariants as invariants
 
-    result = run_scenario(load_scenario_file(str(REPRO / "explore-107-base.toml")), 107, shuffle_ties=True)
+    result = _run(1060000086)
     assert not _failed(result)
+    events = result.history.events
+    again = [(e["t_ms"], e["msg_id"][-4:], e["queue_offset"], e["status"]) for e in events
+             if e["kind"] == "consume" and e["group"] == "GroupA" and e["reconsume_times"] == 1]
+    assert again == [(9_201, "0080", 25, "CONSUME_SUCCESS"), (10_001, "00A0", 31, "RECONSUME_LATER")]
+    for t_ms, suffix, offset, _status in again:
+        first = [e for e in events if e["kind"] == "consume" and e["group"] == "GroupA" and e["msg_id"].endswith(suffix)
+                 and e["t_ms"] < t_ms]
+        assert [(e["queue_offset"], e["reconsume_times"], e["status"]) for e in first] == [(offset, 0, "RECONSUME_LATER")]
+        backs = [(e["path"], e["result"]) for e in events if e["kind"] == "send_back" and e["t_ms"] == first[0]["t_ms"]
+                 and e["msg_id"].endswith(suffix)]
+        assert backs == [("broker", "failed"), ("producer-fallback", "failed"), ("local-retry", "ok")]
+    dead = [(e["t_ms"], e["msg_id"][-4:], e["reconsume_times"]) for e in events if e["kind"] == "dlq"
+            and e["group"] == "GroupA" and e["msg_id"][-4:] in ("0080", "00A0")]
+    assert dead == [(10_001, "00A0", 1)]
+    assert "dlq_after_max_retries" not in _check(result)
     monkeypatch.setattr(invariants, "_local_repeat", lambda consumes, c: False)
-    assert "dlq_after_max_retries" in _check(result)
+    violations = _check(result)["dlq_after_max_retries"]["violations"]
+    assert {v["msg_id"][-4:] for v in violations} == {"0080", "00A0"}
+    assert all("GroupA was given retry 1 although at most 0 retries" in v["explanation"] for v in violations)
 
 
 def test_a_4x_fallback_dead_letter_delayed_by_failed_puts():
@@ -438,12 +476,40 @@ def test_a_retry_of_the_second_ladder_after_the_first_was_dead_lettered(monkeypa
 
 
 def test_a_dead_lettered_copy_pulled_again_is_a_duplicate(monkeypatch):
+    """Triaged from generated runs (seed 1070000542 with combos): 4.9.8, GroupC (two instances) fails the first
+    attempts of every message and dead-letters at once (max_reconsume_times 0). GroupC-0, killed at 49.076 s,
+    restarted at 51.076 s while the broker was down after the power failure at 49.533 s (its heartbeat failed);
+    the broker came back at 51.533 s. GroupC-1, killed at 50.008 s, restarted at 52.008 s as the only member the
+    broker knew: it took both TopicA queues and failed and dead-lettered queue 0's #49-61 at 52.011 s. GroupC-0's
+    first scheduled heartbeat (1 s after its start) at 52.076 s made both rebalance: queue 0 went to GroupC-0,
+    whose rebalance read the group's offset 49 before GroupC-1's dropped the queue and wrote 62 (the broker's
+    "[NOTIFYME]" at GroupC-0's pull), and it consumed #49-61 again at 52.079 s: dead-lettered copies pulled again,
+    duplicates, not retries past the DLQ (a retry would be a new copy)."""
     import model.invariants as invariants
 
-    result = _run_file("explore-135-combos", 135)
+    result = _run_file("explore-1070000542-combos", 1070000542)
+    assert not _failed(result)
+    events = result.history.events
+    reads: dict[int, list[tuple]] = {}
+    for e in events:
+        if (e["kind"] == "consume" and e["group"] == "GroupC" and e["queue_topic"] == "TopicA" and e["queue_id"] == 0
+                and 49 <= e["queue_offset"] <= 61 and e["t_ms"] > 50_000):  # before: copies a 40.47 s rollback cut
+            reads.setdefault(e["queue_offset"], []).append((e["t_ms"], e["client_id"], e["status"], e["msg_id"]))
+    assert sorted(reads) == list(range(49, 62))
+    for offset, twice in reads.items():
+        assert [(t, c, s) for t, c, s, _ in twice] == [(52_011, "GroupC-1@sim", "RECONSUME_LATER"),
+                                                       (52_079, "GroupC-0@sim", "RECONSUME_LATER")], offset
+        msg_id = twice[0][3]
+        dead = [e["t_ms"] for e in events if e["kind"] == "dlq" and e["group"] == "GroupC" and e["msg_id"] == msg_id]
+        assert dead == [52_011, 52_079], offset
+    assert any(e["kind"] == "log" and e["t_ms"] == 52_077 and "[NOTIFYME]update consumer offset less than store"
+               in e["message"] and "TopicA@GroupC, queueId=0, requestOffset=49, storeOffset=62" in e["message"]
+               for e in events)
     assert "dlq_after_max_retries" not in _check(result)
     monkeypatch.setattr(invariants, "_copy_of", lambda c: c["seq"])  # every consume a copy of its own
-    assert "dlq_after_max_retries" in _check(result)
+    violations = _check(result)["dlq_after_max_retries"]["violations"]
+    assert {v["msg_id"] for v in violations} == {twice[0][3] for twice in reads.values()}
+    assert all("delivered to GroupC as retry 0 after it was dead-lettered" in v["explanation"] for v in violations)
 
 
 def test_units_behind_an_async_head_waiting_for_its_resend_come_again_after_a_graceful_restart(monkeypatch):
