@@ -1245,19 +1245,17 @@ def _read_through_a_stale_unit(ix: _Index, c: dict) -> bool:
     is what such a unit now names: getMessage returns its bytes unchecked, and the client hands it to the listener
     as pulled from that queue, with its own topic, queue and reconsumeTimes (explore seeds 1060000588 (5.3.3):
     %RETRY%GroupB's unit 61 read a TopicA copy, reconsumeTimes 0; 1060001290 (4.9.8)). Recognised by the copy
-    consumed being a store of another topic than the consume's queue, at the commit-log position of a store into
-    that queue made before a power failure that lost it (at or past the durable end) and before the copy."""
+    consumed being a store of another topic than the consume's queue (at the consume's queue offset, the record's
+    own; 5.x reports the pulled queue's id, 4.9.8 the record's), at the commit-log position of a store into that
+    queue made before a power failure that lost it (at or past the durable end) and before the copy."""
     if not ix.power_crashes:
         return False
     queue = c.get("queue_topic", c["topic"])
-    copy = next((e for e in reversed(ix.by_msg.get(c["msg_id"], ())) if e["kind"] == "store" and e["seq"] < c["seq"]
-                 and e["topic"] == c["topic"] != queue and e["queue_id"] == c["queue_id"]
-                 and e["queue_offset"] == c["queue_offset"]), None)
-    if copy is None:
-        return False
+    copies = [e for e in ix.by_msg.get(c["msg_id"], ()) if e["kind"] == "store" and e["seq"] < c["seq"]
+              and e["topic"] == c["topic"] != queue and e["queue_offset"] == c["queue_offset"]]
     return any(e["topic"] == queue and e["phy_offset"] == copy["phy_offset"] and e["seq"] < p["seq"] < copy["seq"]
                and e["phy_offset"] >= p.get("commit_log_durable", e["phy_offset"] + 1)
-               for p in ix.power_crashes for e in ix.by_kind["store"])
+               for copy in copies for p in ix.power_crashes for e in ix.by_kind["store"])
 
 
 def _retry_made_by(events: list[dict], j: int) -> int:

@@ -1001,7 +1001,8 @@ def test_retry_schedule_holds_for_a_local_retry_of_the_same_copy():
 
 
 def _read_through_a_stale_unit(crash_kind: str = "power", durable: int = 1000, reused: bool = True,
-                               unit_before_the_failure: bool = True) -> H:
+                               unit_before_the_failure: bool = True, copy_queue_id: int = 0,
+                               copy_offset: int = 3) -> H:
     """Explore seeds 1060000588 and 1060001290: M2's retry copy is unit 5 of %RETRY%G at commit-log position
     1000; a power failure loses the log from ``durable`` on, the unit survives (truncateDirtyLogicFiles reads
     only the last CQ file), and A's copy in T is stored at the reused position 1000. G's pull of unit 5 reads
@@ -1015,7 +1016,7 @@ def _read_through_a_stale_unit(crash_kind: str = "power", durable: int = 1000, r
         h.store(4500, M2, topic="%RETRY%G", queue_offset=5, reconsume_times=1)
     retry_unit = next(e for e in h.events if e["kind"] == "store")
     retry_unit["phy_offset"] = 1000
-    h.send(5000, A).store(5000, A, queue_offset=3)
+    h.send(5000, A).store(5000, A, queue_id=copy_queue_id, queue_offset=copy_offset)
     h.events[-1]["phy_offset"] = 1000 if reused else 1335
     return h.consume(6000, A, reconsume_times=0, queue_topic="%RETRY%G", queue_offset=3)
 
@@ -1023,6 +1024,8 @@ def _read_through_a_stale_unit(crash_kind: str = "power", durable: int = 1000, r
 def test_retry_schedule_holds_for_a_copy_read_through_a_unit_a_power_failure_left():
     assert verdict("retry_schedule", _read_through_a_stale_unit())["holds"]
     assert verdict("retry_schedule", _read_through_a_stale_unit(durable=900))["holds"]
+    # 5.x shows the message under the pulled queue's id (0), not its record's (1)
+    assert verdict("retry_schedule", _read_through_a_stale_unit(copy_queue_id=1))["holds"]
 
 
 def test_retry_schedule_fails_for_a_reconsume_0_copy_in_the_retry_queue_without_a_stale_unit():
@@ -1035,6 +1038,8 @@ def test_retry_schedule_fails_for_a_reconsume_0_copy_in_the_retry_queue_without_
     assert_fails("retry_schedule", _read_through_a_stale_unit(reused=False), A, *words)
     # the retry copy came after the power failure: no unit survived it
     assert_fails("retry_schedule", _read_through_a_stale_unit(unit_before_the_failure=False), A, *words)
+    # the consumed queue offset is not the copy's: not that record
+    assert_fails("retry_schedule", _read_through_a_stale_unit(copy_offset=4), A, *words)
     # nothing stored in %RETRY%G at all
     h = H().send(0, A).store(0, A, queue_offset=3)
     h.add(2000, "crash", target="broker", crash_kind="power", site="plan", commit_log_durable=0)

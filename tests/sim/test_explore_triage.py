@@ -842,19 +842,20 @@ def test_copies_at_offsets_a_cq_truncation_cut_lie_below_a_pull_moved_past_the_q
         (m, g) for m in ("003F", "0041") for g in ("GroupA", "GroupB", "GroupC")}
 
 
-@pytest.mark.parametrize(("seed", "era", "unit", "reused", "durable", "copy", "consumed_ms"), [
-    (1060000588, "5.3.3", 61, 249856, 237568, ("TopicA", 1, 27), 60_511),
-    (1060001290, "4.9.8", 47, 61440, 57344, ("TopicA", 0, 80), 62_574)])
+@pytest.mark.parametrize(("seed", "era", "unit", "reused", "durable", "copy", "shown_queue_id", "consumed_ms"), [
+    (1060000588, "5.3.3", 61, 249856, 237568, ("TopicA", 1, 27), 0, 60_511),  # 5.x: the pulled queue's id
+    (1060001290, "4.9.8", 47, 61440, 57344, ("TopicA", 0, 80), 0, 62_574)])
 def test_a_copy_read_through_a_retry_queue_unit_a_power_failure_left(monkeypatch, seed, era, unit, reused, durable,
-                                                                     copy, consumed_ms):
+                                                                     copy, shown_queue_id, consumed_ms):
     """Triaged from generated runs on branch subfix (pulls wait for the group's heartbeat after a restart).
     %RETRY%GroupB's unit ``unit`` named a retry copy at commit-log position ``reused``; a power failure lost the
     log from ``durable`` on, and the recovery kept the unit: truncateDirtyLogicFiles reads only the queue's last
     file, where the recovery's re-dispatch had just appended a valid unit (a queue offset 0 record, appended with
     no "built repeatedly" check). A TopicA copy was stored at that position after the restart; GroupB, whose
     pulls the heartbeat wait had kept below the unit until after the failure, pulled the unit and consumed the
-    TopicA copy as if from %RETRY%GroupB, with its reconsumeTimes 0. Java does the same (getMessage returns the
-    bytes the unit names unchecked; the client decodes them and hands them on): RocketMQ's, not a send-back."""
+    TopicA copy as if from %RETRY%GroupB, with its reconsumeTimes 0 and queue offset (5.x shows it under the
+    pulled queue's id, 4.9.8 under the record's). Java does the same (getMessage returns the bytes the unit names
+    unchecked; the client decodes them and hands them on): RocketMQ's, not a send-back."""
     import model.invariants as invariants
 
     result = _run(seed)
@@ -870,7 +871,7 @@ def test_a_copy_read_through_a_retry_queue_unit_a_power_failure_left(monkeypatch
     (read,) = [e for e in events if e["kind"] == "consume" and e["queue_topic"] == "%RETRY%GroupB"
                and e["reconsume_times"] == 0]
     assert (read["msg_id"], read["queue_id"], read["queue_offset"], read["t_ms"]) == (
-        at["msg_id"], copy[1], copy[2], consumed_ms)
+        at["msg_id"], shown_queue_id, copy[2], consumed_ms)
     monkeypatch.setattr(invariants, "_read_through_a_stale_unit", lambda ix, c: False)
     (violation,) = _check(result)["retry_schedule"]["violations"]
     assert violation["msg_id"] == at["msg_id"]
