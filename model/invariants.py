@@ -1237,6 +1237,27 @@ def _delivered_by_a_stale_unit(ix: _Index, events: list[dict], c: dict) -> bool:
     return deliver["due_ms"] not in {e.get("due_ms") for e in events if is_schedule_store(e)}
 
 
+def _read_through_a_stale_unit(ix: _Index, c: dict) -> bool:
+    """A power failure lost the commit log past a copy that a consume queue still names: truncateDirtyLogicFiles
+    (4.9.8 and 5.3.3 ConsumeQueue) reads only the queue's last file, and the recovery's own re-dispatch has just
+    appended a valid unit there (a queue offset 0 record is appended with no "built repeatedly" check), so units
+    in the earlier files that point past the recovered end survive. A record stored since at the reused position
+    is what such a unit now names: getMessage returns its bytes unchecked, and the client hands it to the listener
+    as pulled from that queue, with its own topic, queue and reconsumeTimes (explore seeds 1060000588 (5.3.3):
+    %RETRY%GroupB's unit 61 read a TopicA copy, reconsumeTimes 0; 1060001290 (4.9.8)). Recognised by the copy
+    consumed being a store of another topic than the consume's queue (at the consume's queue offset, the record's
+    own; 5.x reports the pulled queue's id, 4.9.8 the record's), at the commit-log position of a store into that
+    queue made before a power failure that lost it (at or past the durable end) and before the copy."""
+    if not ix.power_crashes:
+        return False
+    queue = c.get("queue_topic", c["topic"])
+    copies = [e for e in ix.by_msg.get(c["msg_id"], ()) if e["kind"] == "store" and e["seq"] < c["seq"]
+              and e["topic"] == c["topic"] != queue and e["queue_offset"] == c["queue_offset"]]
+    return any(e["topic"] == queue and e["phy_offset"] == copy["phy_offset"] and e["seq"] < p["seq"] < copy["seq"]
+               and e["phy_offset"] >= p.get("commit_log_durable", e["phy_offset"] + 1)
+               for copy in copies for p in ix.power_crashes for e in ix.by_kind["store"])
+
+
 def _retry_made_by(events: list[dict], j: int) -> int:
     """The reconsumeTimes of the retry copy the send-back ``events[j]`` made: the copy it stored, when its store
     event follows; else the attempt's count + 1. They differ after a client-local retry: the broker counts from
@@ -1268,7 +1289,7 @@ def check_retry_schedule(ix: _Index, ctx: RunContext) -> dict:
                 continue  # the same stored copy again: a client-local retry (send-back failed) or a re-pull
             copies_seen.add(copy)
             if c["reconsume_times"] < 1:
-                if c.get("queue_topic") == RETRY_PREFIX + c["group"]:
+                if c.get("queue_topic") == RETRY_PREFIX + c["group"] and not _read_through_a_stale_unit(ix, c):
                     checked += 1  # every way into %RETRY% (send-back, producer fallback) counts the failed attempt
                     violations.append({"msg_id": msg_id, "group": c["group"], "events": ix.quote(msg_id),
                                        "explanation": f"a copy consumed from {RETRY_PREFIX}{c['group']} carries "

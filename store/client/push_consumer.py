@@ -387,6 +387,9 @@ class DefaultMQPushConsumer:
         status = result.pull_status
         if status == PullStatus.FOUND:
             msgs = [m for m in result.msg_found_list if subscription.matches(m)]
+            if not self.era4:  # 5.x processPullResult: msg.setQueueId(mq.getQueueId()); 4.9.8 keeps the record's
+                for m in msgs:
+                    m.queue_id = mq.queue_id
             pull_request.next_offset = result.next_begin_offset
             if msgs:
                 dispatch = pq.put_message(msgs)

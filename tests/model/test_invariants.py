@@ -1000,6 +1000,53 @@ def test_retry_schedule_holds_for_a_local_retry_of_the_same_copy():
     assert verdict("retry_schedule", h)["holds"]
 
 
+def _read_through_a_stale_unit(crash_kind: str = "power", durable: int = 1000, reused: bool = True,
+                               unit_before_the_failure: bool = True, copy_queue_id: int = 0,
+                               copy_offset: int = 3) -> H:
+    """Explore seeds 1060000588 and 1060001290: M2's retry copy is unit 5 of %RETRY%G at commit-log position
+    1000; a power failure loses the log from ``durable`` on, the unit survives (truncateDirtyLogicFiles reads
+    only the last CQ file), and A's copy in T is stored at the reused position 1000. G's pull of unit 5 reads
+    that record: A, as stored in T (queue offset 3, reconsumeTimes 0), consumed from %RETRY%G."""
+    h = H().send(0, M2)
+    if unit_before_the_failure:
+        h.store(1000, M2, topic="%RETRY%G", queue_offset=5, reconsume_times=1)
+    h.add(2000, "crash", target="broker", crash_kind=crash_kind, site="plan", commit_log_durable=durable)
+    h.restart(4000)
+    if not unit_before_the_failure:
+        h.store(4500, M2, topic="%RETRY%G", queue_offset=5, reconsume_times=1)
+    retry_unit = next(e for e in h.events if e["kind"] == "store")
+    retry_unit["phy_offset"] = 1000
+    h.send(5000, A).store(5000, A, queue_id=copy_queue_id, queue_offset=copy_offset)
+    h.events[-1]["phy_offset"] = 1000 if reused else 1335
+    return h.consume(6000, A, reconsume_times=0, queue_topic="%RETRY%G", queue_offset=3)
+
+
+def test_retry_schedule_holds_for_a_copy_read_through_a_unit_a_power_failure_left():
+    assert verdict("retry_schedule", _read_through_a_stale_unit())["holds"]
+    assert verdict("retry_schedule", _read_through_a_stale_unit(durable=900))["holds"]
+    # 5.x shows the message under the pulled queue's id (0), not its record's (1)
+    assert verdict("retry_schedule", _read_through_a_stale_unit(copy_queue_id=1))["holds"]
+
+
+def test_retry_schedule_fails_for_a_reconsume_0_copy_in_the_retry_queue_without_a_stale_unit():
+    words = ("a copy consumed from %RETRY%G carries reconsumeTimes 0", "never climbs to the DLQ")
+    # a process crash keeps the page cache: the unit still names M2's retry copy
+    assert_fails("retry_schedule", _read_through_a_stale_unit(crash_kind="process"), A, *words)
+    # the retry copy was durable: the position was not lost, so nothing new lies there
+    assert_fails("retry_schedule", _read_through_a_stale_unit(durable=1001), A, *words)
+    # A's copy lies elsewhere: the unit does not name it
+    assert_fails("retry_schedule", _read_through_a_stale_unit(reused=False), A, *words)
+    # the retry copy came after the power failure: no unit survived it
+    assert_fails("retry_schedule", _read_through_a_stale_unit(unit_before_the_failure=False), A, *words)
+    # the consumed queue offset is not the copy's: not that record
+    assert_fails("retry_schedule", _read_through_a_stale_unit(copy_offset=4), A, *words)
+    # nothing stored in %RETRY%G at all
+    h = H().send(0, A).store(0, A, queue_offset=3)
+    h.add(2000, "crash", target="broker", crash_kind="power", site="plan", commit_log_durable=0)
+    h.restart(4000).consume(6000, A, reconsume_times=0, queue_topic="%RETRY%G", queue_offset=3)
+    assert_fails("retry_schedule", h, A, *words)
+
+
 # --- bounded_lateness ----------------------------------------------------------------------------------------
 def _scheduled(t_store: int, t_deliver: int | None, level: int = 1) -> H:
     h = H().drain(10_000).send(t_store, A, level=level)

@@ -107,6 +107,9 @@ and watching the invariant fail again.
 | 1040000277 | no_loss | 4.9.8: a CQ truncation cut queue 0 21 -> 13 under groups at 21; a backwards step kept the | excuse |
 |  |  | checkpoint ahead, so recovery re-dispatched only the last file's units (19-20, at 13-14); copies stored | |
 |  |  | at 15-16 lay below the pulls, which OFFSET_OVERFLOW_BADLY moved 21 -> 17, over them | |
+| 1060000588, | retry_schedule | a power failure lost %RETRY%GroupB copies its consume queue still names | excuse |
+| 1060001290 |  | (truncateDirtyLogicFiles reads only the last CQ file); a TopicA copy stored since at the | |
+|  |  | reused position was pulled through such a unit: reconsumeTimes 0 "from %RETRY%GroupB" | |
 """
 
 from __future__ import annotations
@@ -128,7 +131,7 @@ REPRO = Path(__file__).resolve().parent.parent / "data" / "repro"
 SEEDS = (4, 5, 10, 17, 19, 31, 41, 61, 70, 71, 77, 95, 131, 166, 233, 251, 282, 371, 399, 511, 3735928559, 3389118813,
          1655531201, 1655531205, 1655531208, 1200000050, 900000578, 910000265, 910000395, 910000238,
          910000562, 930000445, 940000253, 940000198, 950000360, 990000012, 990000087,
-         1000000067, 1000000206, 1000000327, 1040000277)
+         1000000067, 1000000206, 1000000327, 1040000277, 1060000588, 1060001290)
 # Seeds whose cause another seed of the table shares (5, 31 as 10; 71 as 17; 77 as 70; 251 as 233; 166's FIFO wait
 # behind a copy stored before a backwards step and 19's poll per CQ file crossed, both in 1655531201's run): they
 # hold in the slow tier, with their excuse tests.
@@ -942,3 +945,39 @@ def test_copies_at_offsets_a_cq_truncation_cut_lie_below_a_pull_moved_past_the_q
     lost = _check(result)["no_loss"]["violations"]
     assert {(v["msg_id"][-4:], v["group"]) for v in lost} == {
         (m, g) for m in ("003F", "0041") for g in ("GroupA", "GroupB", "GroupC")}
+
+
+@pytest.mark.parametrize(("seed", "era", "unit", "reused", "durable", "copy", "shown_queue_id", "consumed_ms"), [
+    (1060000588, "5.3.3", 61, 249856, 237568, ("TopicA", 1, 27), 0, 60_511),  # 5.x: the pulled queue's id
+    (1060001290, "4.9.8", 47, 61440, 57344, ("TopicA", 0, 80), 0, 62_574)])
+def test_a_copy_read_through_a_retry_queue_unit_a_power_failure_left(monkeypatch, seed, era, unit, reused, durable,
+                                                                     copy, shown_queue_id, consumed_ms):
+    """Triaged from generated runs on branch subfix (pulls wait for the group's heartbeat after a restart).
+    %RETRY%GroupB's unit ``unit`` named a retry copy at commit-log position ``reused``; a power failure lost the
+    log from ``durable`` on, and the recovery kept the unit: truncateDirtyLogicFiles reads only the queue's last
+    file, where the recovery's re-dispatch had just appended a valid unit (a queue offset 0 record, appended with
+    no "built repeatedly" check). A TopicA copy was stored at that position after the restart; GroupB, whose
+    pulls the heartbeat wait had kept below the unit until after the failure, pulled the unit and consumed the
+    TopicA copy as if from %RETRY%GroupB, with its reconsumeTimes 0 and queue offset (5.x shows it under the
+    pulled queue's id, 4.9.8 under the record's). Java does the same (getMessage returns the bytes the unit names
+    unchecked; the client decodes them and hands them on): RocketMQ's, not a send-back."""
+    import model.invariants as invariants
+
+    result = _run(seed)
+    assert not _failed(result)
+    events = result.history.events
+    assert result.summary["era"] == era
+    stale = [e for e in events if e["kind"] == "store" and e["topic"] == "%RETRY%GroupB" and e["phy_offset"] == reused]
+    assert [e["queue_offset"] for e in stale] == [unit]
+    (failure,) = [e for e in events if e["kind"] == "crash" and e.get("commit_log_durable") == durable]
+    assert failure["crash_kind"] == "power" and stale[0]["seq"] < failure["seq"]
+    (at,) = [e for e in events if e["kind"] == "store" and e["phy_offset"] == reused and e["seq"] > failure["seq"]]
+    assert (at["topic"], at["queue_id"], at["queue_offset"]) == copy
+    (read,) = [e for e in events if e["kind"] == "consume" and e["queue_topic"] == "%RETRY%GroupB"
+               and e["reconsume_times"] == 0]
+    assert (read["msg_id"], read["queue_id"], read["queue_offset"], read["t_ms"]) == (
+        at["msg_id"], shown_queue_id, copy[2], consumed_ms)
+    monkeypatch.setattr(invariants, "_read_through_a_stale_unit", lambda ix, c: False)
+    (violation,) = _check(result)["retry_schedule"]["violations"]
+    assert violation["msg_id"] == at["msg_id"]
+    assert "a copy consumed from %RETRY%GroupB carries reconsumeTimes 0" in violation["explanation"]

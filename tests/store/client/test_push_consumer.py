@@ -434,3 +434,18 @@ def test_no_new_msg_does_not_move_the_offset_past_cached_messages():
     assert consumer.offset_store.read_offset(MQ0, "READ_FROM_MEMORY") == -1
     consumer.run_listener(succeed)
     assert consumer.offset_store.offset_table[MQ0] == 2
+
+
+def test_5x_shows_a_pulled_message_under_the_pulled_queue_id_and_4x_under_its_own():
+    """A consume-queue unit may name a record of another queue (a stale unit after a power failure: explore seed
+    1060000588). 5.x PullAPIWrapper.processPullResult sets every pulled message's queueId to the pulled queue's
+    (msg.setQueueId(mq.getQueueId())); 4.9.8 sets only the broker name, so the record's own queue id stays."""
+    for era, queue_ids in (("5.3.3", [0, 1]), ("4.9.8", [1, 1])):
+        clock, broker, consumer, events = setup(queues=2, era=era)
+        record = broker.put("TopicTest", 1)
+        broker.queues["TopicTest"][0].append(record)  # queue 0's unit 0 names queue 1's record
+        consumer.start(clock.now_ms())
+        run_for(consumer, clock, 100, succeed)
+        consumed = of_kind(events, "consume")
+        assert sorted(f["queue_id"] for f in consumed) == queue_ids, era
+        assert [f["queue_offset"] for f in consumed] == [0, 0]
