@@ -17,6 +17,7 @@ import random
 from collections.abc import Iterable
 
 from .invariants import GroupInfo, RunContext, check_events
+from .stats import RESUME_AFTER_BROKER_RESTART_MS
 from .spec import (
     CONSUME_SUCCESS,
     DELAY_FILE,
@@ -177,9 +178,13 @@ def render(cfg: ModelConfig, path: Iterable[tuple[Action, State, State]]) -> tup
     for action, before, after in path:
         r.step(action, before, after)
     end = r.t + TICK_MS
+    if any(e["kind"] == "restart" for e in r.events):
+        # the path is complete: nothing more happens. The drain reaches past the clients' heartbeat after the
+        # restart, so that what they never consumed is judged lost, not pending (the model's pulls do not wait)
+        end += RESUME_AFTER_BROKER_RESTART_MS[cfg.era]
     ctx = RunContext(groups=(GroupInfo(GROUP, TOPIC, "CLUSTERING", (CLIENT_ID,), cfg.max_retries),),
                      delay_level_ms={level: cfg.delay(level) * TICK_MS for level in range(1, cfg.levels + 1)},
-                     drain_start_ms=end, end_ms=end, duplicate_window_ms=DUPLICATE_WINDOW_MS)
+                     drain_start_ms=end, end_ms=end, duplicate_window_ms=DUPLICATE_WINDOW_MS, era=cfg.era)
     return r.events, ctx
 
 
