@@ -47,7 +47,7 @@ CASES = {
     "timer_read_current_slot": ("timer-wheel-basic", (), 1, "no_early_delivery"),
     "next_begin_plus_one": ("all-levels-under-load", (), 1, "no_loss"),
     "overflow_one_plus_one": ("slow-listener-expired-retry", (), 1, "no_loss"),
-    "not_due_offset_plus_one": ("dozens-of-process-crashes", (), 1, "at_least_once_redelivery"),
+    "not_due_offset_plus_one": ("dozens-of-process-crashes", (), 2, "at_least_once_redelivery"),
     "overflow_badly_to_min": ("store-rollback", (), 1, "duplicates"),
 }
 
