@@ -781,23 +781,35 @@ def test_a_shutdown_whose_consumer_offset_persist_crashed_is_a_crash_for_consume
 
 
 def test_a_message_whose_copy_a_power_failure_tore_comes_back_under_other_ids(monkeypatch):
-    """Triaged from 600 generated runs (seeds 940000000-940000599): the power failure at 53.650 s kept a torn prefix
-    of GroupC's retry copy at %RETRY%GroupC #131 (phy 278872, past the durable end 278528) with zeroed properties.
-    GroupC-0 consumed it at 81.502 s as 7F...44158 (its offsetMsgId) and failed; the send-back's copy (no UNIQ_KEY)
-    came back at #253 as 7F...54E3C, failed again and was dead-lettered (reconsume 3) with no id."""
+    """Re-witnessed on 200 weighted generated runs (excuse_coverage --like 940000253, seeds 1080000000-1080000199;
+    940000253's run no longer reaches it): 4.9.8, level 4 put GroupC's retry 2 of ...0031 at %RETRY%GroupC #107
+    (phy 242008) at 45.292 s. The power failure at 48.064 s (durable end 229376) tore it: the recovery kept the
+    record (the commit log ends at its end, 242353) with zeroed properties. GroupC-0 consumed it at 62.007 s as
+    7F...3B158 (its offsetMsgId) and failed; max_reconsume_times is 2, so the send-back (no UNIQ_KEY either)
+    dead-lettered it (reconsume 3) with no id. (The level, its offset rolled back, put ...0031's retry 2 again at
+    55.367 s under its own id, #157: that copy is followed by id.)"""
     import model.invariants as invariants
 
-    result = _run(940000253)
+    result = _run_file("explore-1080000041-like-940000253", 1080000041)
     assert not _failed(result)
     events = result.history.events
-    (torn,) = [e for e in events if e["kind"] == "store" and e["phy_offset"] == 0x44158]
-    power = next(e for e in events if e["kind"] == "crash" and e["seq"] > torn["seq"])
-    assert power["crash_kind"] == "power" and power["commit_log_durable"] < torn["phy_offset"]
-    assert any(e["kind"] == "dlq" and e["group"] == "GroupC" and e["msg_id"] is None and e["reconsume_times"] == 3
-               for e in events)
+    (torn,) = [e for e in events if e["kind"] == "store" and e["phy_offset"] == 0x3B158]
+    assert (torn["topic"], torn["queue_offset"], torn["t_ms"]) == ("%RETRY%GroupC", 107, 45_292)
+    assert torn["msg_id"].endswith("0031")
+    (power,) = [e for e in events if e["kind"] == "crash" and e.get("crash_kind") == "power"]
+    assert power["seq"] > torn["seq"] and (power["t_ms"], power["commit_log_durable"]) == (48_064, 229_376)
+    restart = next(e for e in events if e["kind"] == "restart" and e["seq"] > power["seq"])
+    assert restart["commit_log_end"] == torn["phy_offset"] + torn["size"]  # the torn record kept, and last
+    (attempt,) = [e for e in events if e["kind"] == "consume" and e["queue_topic"] == "%RETRY%GroupC"
+                  and e["queue_offset"] == 107]
+    assert attempt["msg_id"] == "7F00000100002A9F000000000003B158" and attempt["status"] == "RECONSUME_LATER"
+    assert (attempt["t_ms"], attempt["group"], attempt["reconsume_times"]) == (62_007, "GroupC", 2)
+    assert [(e["t_ms"], e["reconsume_times"]) for e in events if e["kind"] == "dlq" and e["group"] == "GroupC"
+            and e["msg_id"] is None] == [(62_007, 3)]
     monkeypatch.setattr(invariants, "_came_back_without_its_id", lambda ix, attempt: False)
-    violations = _check(result)["at_least_once_redelivery"]["violations"]
-    assert {v["msg_id"][-5:] for v in violations} == {"44158", "54E3C"}
+    (violation,) = _check(result)["at_least_once_redelivery"]["violations"]
+    assert violation["msg_id"] == attempt["msg_id"]
+    assert "consume attempt 2 in GroupC failed at t=62007 ms" in violation["explanation"]
 
 
 def test_polls_at_zeroed_files_delay_copies_of_later_polls_too(monkeypatch):
