@@ -129,6 +129,17 @@ new witnesses that benchmarks/excuse_coverage.py found (runs that fail without t
 |  |  | restart reloaded 50 and lowered it to 46, past them | |
 | 1070000135 (combos) | bounded_lateness | 5.3.3: a power failure zeroed level 4's queue file 70-79; its empty poll | 940000198 |
 |  |  | (no event) delayed copies due before it that the three later polls delivered, not only the next | |
+| 1080000056 (like 990000012) | duplicates | 5.3.3 async: a 10 s step forward; level 3's put of unit 47 failed, | 38 (steered) |
+|  |  | 48-49 put behind it; the graceful shutdown 97 ms later failed the pending resend (store stopped | |
+|  |  | first) and kept the table at 47: 48-49 came again after the restart | |
+| 1080000041 (like 940000253) | at_least_once_redelivery | 4.9.8: a power failure tore GroupC's retry copy #107 | 940000253 |
+|  |  | after its body (no UNIQ_KEY); GroupC-0 failed it as its offsetMsgId and the send-back dead-lettered | |
+|  |  | it with no id | |
+| 1080000130 (like 282) | bounded_lateness | 5.3.3: the level moves past a torn copy (unit 18, a power failure) at | 282 |
+|  |  | its next poll: unit 19 (a #495 unit after two power failures) one poll late | |
+
+"like S": generated with S's switches likely (``excuse_coverage.py --like S``; the repro is
+explore-SEED-like-S.toml).
 """
 
 from __future__ import annotations
