@@ -137,6 +137,8 @@ new witnesses that benchmarks/excuse_coverage.py found (runs that fail without t
 |  |  | it with no id | |
 | 1080000130 (like 282) | bounded_lateness | 5.3.3: the level moves past a torn copy (unit 18, a power failure) at | 282 |
 |  |  | its next poll: unit 19 (a #495 unit after two power failures) one poll late | |
+| 1080000086 (like 399) | no_unexpected_errors | 4.9.8: a power failure lost a copy GroupA-1 held; its local retry | 399 |
+|  |  | failed, and the broker's send-back could not look the copy up: the ERROR names the power failure | |
 
 "like S": generated with S's switches likely (``excuse_coverage.py --like S``; the repro is
 explore-SEED-like-S.toml).
@@ -473,11 +475,20 @@ def test_consumes_of_a_repeated_level_delivery_are_judged_by_that_delivery(monke
 
 
 def test_a_send_back_of_a_copy_a_power_failure_destroyed_names_the_power_failure():
-    result = _run(399)
-    (line,) = [e for e in result.history.events if e["kind"] == "log" and "look message by offset failed" in e["message"]]
+    """Seed 399's cause, witnessed by 1080000086 (like 399) since pulls wait for the heartbeat: 4.9.8, level 4
+    put ...0037 into TopicA 0 #97 (phy 141468) at 41 s; the power failure at 41.361 s kept the commit log up to
+    138184. GroupA-1 had it in its ProcessQueue: it failed at 41.501 s (both send-backs failed, the broker was
+    down) and its local retry failed again at 47.001 s, whose send-back the broker could not look up."""
+    result = _run_file("explore-1080000086-like-399", 1080000086)
+    assert not _failed(result)
+    events = result.history.events
+    (copy,) = [e for e in events if e["kind"] == "store" and e["phy_offset"] == 141_468]
+    power = next(e for e in events if e["kind"] == "crash" and e["crash_kind"] == "power")
+    assert copy["t_ms"] < power["t_ms"] and power["commit_log_durable"] < copy["phy_offset"]
+    (line,) = [e for e in events if e["kind"] == "log" and "look message by offset failed" in e["message"]]
+    assert line["message"].endswith(", 141468") and line["t_ms"] == 47_001
     assert line["level"] == "ERROR" and line["fault_site"] == "power_failure"
-    assert "no_unexpected_errors" in _check(result, [dict(e, fault_site=None) if e is line else e
-                                                    for e in result.history.events])
+    assert "no_unexpected_errors" in _check(result, [dict(e, fault_site=None) if e is line else e for e in events])
 
 
 def test_a_4x_fallback_dead_letter_is_judged_by_the_attempt_whose_fallback_stored_it():
