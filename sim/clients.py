@@ -74,7 +74,9 @@ class Clients:
                         subscription=spec.subscription, model=spec.model,
                         max_reconsume_times=consumer.get_max_reconsume_times())
         # The client's timed services (rebalance, offset persist, expiry, heartbeat) under their own owner: a pull
-        # answer or a consume result does not move their wake-ups, while their steps may feed the pull service.
+        # answer or a consume result does not move their wake-ups, while their steps may feed the pull service;
+        # only a rebalance woken at once (rebalanceImmediately) moves, and says so.
+        consumer.rebalance_service.on_wakeup = lambda: world.scheduler.touch(owner + TIMED_SUFFIX)
         ranked = [(svc, rank + i) for i, svc in enumerate([*consumer.services, executor])]
         timed = [(svc, r) for svc, r in ranked if isinstance(svc, (PeriodicService, RebalanceService))]
         if world.client_skips is not None:  # before the scheduler looks at the services
@@ -113,7 +115,6 @@ class Clients:
             if consumer.consumer_group == group:
                 consumer.rebalance_immediately()
                 self.world.scheduler.touch(owner)
-                self.world.scheduler.touch(owner + TIMED_SUFFIX)
 
     def stop_all(self) -> None:
         for consumer, _ in self.consumers.values():

@@ -23,6 +23,9 @@ class RebalanceService:
         self.idle_skip = False
         self.idle_until: Callable[[], int | None] | None = None
         self._woken = False
+        # A driver that arms services by their wake-ups learns here that one moved earlier outside its own step
+        # (a pull answer's OFFSET_ILLEGAL fix, the 5.x channel-active heartbeat)
+        self.on_wakeup: Callable[[], None] | None = None
 
     @property
     def woken(self) -> bool:
@@ -46,6 +49,8 @@ class RebalanceService:
         self._catch_up(mono_ms, False)
         self._next_ms = min(self._next_ms, mono_ms)
         self._woken = self.idle_skip
+        if self.on_wakeup is not None:
+            self.on_wakeup()
 
     def next_wakeup_ms(self) -> int | None:
         if self.idle_skip and not self._woken and self.idle_until is not None:
