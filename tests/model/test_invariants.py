@@ -1228,6 +1228,42 @@ def test_duplicates_fail_for_a_delivery_repeated_after_a_graceful_restart():
     assert_fails("duplicates", h, A, "again after a graceful restart", "did not persist the delay offsets")
 
 
+def _clean_restart(h: H, shutdown_t: int, restart_t: int) -> H:
+    h.crash(shutdown_t, crash_kind="shutdown").restart(restart_t)
+    h.events[-1]["last_exit_ok"] = True
+    return h
+
+
+def _level_again_after_two_graceful_restarts(gap: bool = True, second_run: tuple[int, ...] = ()) -> H:
+    """Explore seed 1080000045 (5.3.3, asynchronous delivery): level 1's unit 1 had a resend pending at the first
+    shutdown (the table stayed at 1) while 0, 2 and 3 had gone out; the second run ended before the level's first
+    poll (``second_run``: the units it delivered), and after the second restart 1-3 came."""
+    msgs = (A, M2, "CCCC0003", "DDDD0004")
+    h = H()
+    for m in msgs:
+        h.send(0, m, level=1)
+    for unit in ((0, 2, 3) if gap else (0, 1, 2, 3)):
+        h.deliver(1000, msgs[unit], 1, B0 + 1000, sq_offset=unit)
+    _clean_restart(h, 1200, 3200)
+    for unit in second_run:
+        h.deliver(4200, msgs[unit], 1, B0 + 1000, sq_offset=unit)
+    _clean_restart(h, 4300 if second_run else 3700, 6300 if second_run else 5700)
+    for unit in (1, 2, 3):
+        h.deliver(7300 if second_run else 6700, msgs[unit], 1, B0 + 1000, sq_offset=unit)
+    return h
+
+
+def test_duplicates_judges_a_repeated_level_delivery_by_the_shutdown_after_its_latest_delivery():
+    # the first shutdown left the table at the head (a gap below 2 and 3); the second one's run never delivered them
+    assert_holds("duplicates", _level_again_after_two_graceful_restarts())
+    # no gap at the first shutdown: it persisted the table past 1-3, so their repeat is the shutdown's loss
+    assert_fails("duplicates", _level_again_after_two_graceful_restarts(gap=False), M2,
+                 "from level 1 again after a graceful restart (first at t=1000 ms)", "did not persist the delay offsets")
+    # the second run delivered 1-3 (no gap): its shutdown is the one judged, and it did not persist them
+    assert_fails("duplicates", _level_again_after_two_graceful_restarts(second_run=(1, 2, 3)), M2,
+                 "from level 1 again after a graceful restart (first at t=4200 ms)")
+
+
 def test_duplicates_holds_for_a_timer_slot_a_graceful_restart_left_unfinished():
     # The slot of B0 + 4000 still had a put retrying at the shutdown: its checkpointed read time is that slot.
     h = H().send(0, A).deliver(5000, A, "timer", B0 + 5000)

@@ -1085,3 +1085,58 @@ def test_a_copy_read_through_a_retry_queue_unit_a_power_failure_left(monkeypatch
     (violation,) = _check(result)["retry_schedule"]["violations"]
     assert violation["msg_id"] == at["msg_id"]
     assert "a copy consumed from %RETRY%GroupB carries reconsumeTimes 0" in violation["explanation"]
+
+
+def _level_3_units(events: list[dict], after_seq: int, before_seq: int) -> set[int]:
+    return {e["schedule_queue_offset"] for e in events
+            if e["kind"] == "deliver" and e["level"] == 3 and after_seq < e["seq"] < before_seq}
+
+
+def test_a_level_repeat_is_judged_by_the_shutdown_after_its_latest_delivery(monkeypatch):
+    """Triaged from weighted generated runs on branch subfix (excuse_coverage --like 990000012, seed 1080000045;
+    1080000161 and 1090000118 the same): 5.3.3 asynchronous delivery, a -60 s step at 7 s. Level 3's units lay more
+    than a level delay ahead of the stepped-back clock, so correctDeliverTimestamp put them at once (0-79 from
+    7.0 s to 7.7 s); unit 10's put failed and its resend was still pending at the graceful shutdown at 7.764 s
+    (the message store stops first), so delayOffset.json kept level 3 at 10. The first run after the restart
+    (9.764 s) put 10-39 before the +60 s step at 11 s made 40 on not due yet; the second graceful shutdown (11.216
+    s) kept it at 40, and after the second restart 40-79 came again. Those repeats are the first shutdown's
+    (``_behind_an_unfinished_async_head``); the check judged them by the second too, whose run never delivered
+    them: an invariant bug."""
+    import model.invariants as invariants
+
+    result = _run_file("explore-1080000045-like-990000012", 1080000045)
+    assert not _failed(result)
+    events = result.history.events
+    steps = [(e["t_ms"], e["by_ms"]) for e in events if e["kind"] == "fault" and e["site"] == "clock"]
+    assert steps == [(7_000, -60_000), (11_000, 60_000)]
+    shutdowns = [e for e in events if e["kind"] == "crash" and e.get("crash_kind") == "shutdown"]
+    restarts = [e for e in events if e["kind"] == "restart" and e["target"] == "broker"]
+    assert [(s["t_ms"], r["t_ms"], r["last_exit_ok"]) for s, r in zip(shutdowns, restarts)] == [
+        (7_764, 9_764, True), (11_216, 13_216, True)]
+    first_run = _level_3_units(events, -1, shutdowns[0]["seq"])
+    assert 10 not in first_run and set(range(10)) <= first_run and max(first_run) == 79
+    assert _level_3_units(events, restarts[0]["seq"], shutdowns[1]["seq"]) == set(range(10, 40))  # back from 10
+    third_run = [e for e in events if e["kind"] == "deliver" and e["level"] == 3 and e["seq"] > restarts[1]["seq"]]
+    assert min(e["schedule_queue_offset"] for e in third_run) == 40
+    again = {(e["schedule_queue_offset"], e["msg_id"]) for e in third_run if e["schedule_queue_offset"] in first_run}
+    monkeypatch.setattr(invariants, "_shutdowns_judged", lambda graceful, earlier, again: [
+        g for g in graceful if earlier[0]["seq"] < g["seq"] < again["seq"]])  # every shutdown since the first
+    violations = _check(result)["duplicates"]["violations"]
+    # 29 units came again; unit 78's repeat (15.516 s) lies after GroupA-1's crash at 15.093 s, in its crash window
+    assert len(again) == 29 and len(violations) == 28 and {v["msg_id"] for v in violations} == {m for _, m in again}
+    assert all("delivered from level 3 again after a graceful restart" in v["explanation"] for v in violations)
+    assert all("the shutdown did not persist the delay offsets" in v["explanation"] for v in violations)
+
+
+@pytest.mark.parametrize("seed", [1080000161, 1090000118])
+def test_a_level_repeat_after_two_graceful_restarts_witnessed_again(monkeypatch, seed):
+    """The same in two more weighted runs (5.3.3, asynchronous delivery, three graceful restarts each): a level-3
+    unit delivered before a shutdown that left a gap below it, again only after a later restart."""
+    import model.invariants as invariants
+
+    result = _run_file(f"explore-{seed}-like-990000012", seed)
+    assert not _failed(result)
+    monkeypatch.setattr(invariants, "_shutdowns_judged", lambda graceful, earlier, again: [
+        g for g in graceful if earlier[0]["seq"] < g["seq"] < again["seq"]])
+    violations = _check(result)["duplicates"]["violations"]
+    assert violations and all("from level 3 again after a graceful restart" in v["explanation"] for v in violations)
