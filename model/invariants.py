@@ -1077,6 +1077,34 @@ def _forked_by_a_repeated_consume(ix: _Index, events: list[dict], consumes: list
     return _a_ladder_is_left(events, again, forks)
 
 
+CLIENT_OFFSET_PERSIST_MS = 5_000  # MQClientInstance.persistAllConsumerOffset: persistConsumerOffsetInterval
+
+
+def _forked_by_a_newcomers_rebalance(ix: _Index, events: list[dict], consumes: list[dict], again: dict) -> bool:
+    """A consumer (re)start forked the retry ladder (explore seeds 1080000179, 1090000121 like 990000012, 5.3.3): the
+    newcomer's first rebalance took a queue and read its offset from the broker (computePullFromWhere, READ_FROM_STORE,
+    kept in memory), which lagged what the previous owner had consumed: its progress reaches the broker with its
+    pulls' commitOffset and its 5 s persistAll, or when its own rebalance drops the queue (persist(mq)), racing the
+    newcomer's read. The newcomer pulled from there (its pulls' commitOffset even set the broker back, a plain put:
+    "[NOTIFYME]update consumer offset less than store") and consumed a copy the previous owner had already failed
+    and sent back: the same count sent back twice, a second ladder, and ``again`` may be its retry while fewer dead
+    letters than ladders came before it. Recognised by a copy failed twice (same count) by two clients of the group,
+    the second one's consumer_start between them, less than the client's persist interval after the first, and each
+    attempt's send-back storing a retry copy."""
+    starts = [e for e in ix.by_kind["consumer_start"] if e["group"] == again["group"]]
+
+    def newcomer_between(a: dict, b: dict) -> bool:
+        return a["client_id"] != b["client_id"] and any(
+            a["seq"] < e["seq"] < b["seq"] and e["client_id"] == b["client_id"]
+            and e["t_ms"] - a["t_ms"] < CLIENT_OFFSET_PERSIST_MS for e in starts)
+
+    failed = [c for c in consumes if c["seq"] < again["seq"] and c["status"] != CONSUME_SUCCESS
+              and c["reconsume_times"] < again["reconsume_times"]]
+    forks = _forks(failed, lambda a, b: a["reconsume_times"] == b["reconsume_times"] and newcomer_between(a, b)
+                   and _sent_back(events, a) and _sent_back(events, b))
+    return _a_ladder_is_left(events, again, forks)
+
+
 def _copy_of(consume: dict) -> tuple[str, int, int]:
     """The stored copy a consume read: (queue topic, queue id, queue offset)."""
     return consume.get("queue_topic", consume["topic"]), consume["queue_id"], consume["queue_offset"]
@@ -1193,6 +1221,7 @@ def check_dlq_after_max_retries(ix: _Index, ctx: RunContext) -> dict:
                              and c["reconsume_times"] not in preset and _copy_of(c) not in seen_copies
                              and not _another_ladder(events, g, c)
                              and not _forked_by_a_repeated_consume(ix, events, consumes, c)
+                             and not _forked_by_a_newcomers_rebalance(ix, events, consumes, c)
                              and not _forked_by_a_late_offset_fix(ix, consumes, c, ctx)]
                     if after:
                         problem = f"delivered to {group} as retry {after[0]['reconsume_times']} after it was dead-lettered"
