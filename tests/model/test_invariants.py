@@ -861,6 +861,48 @@ def test_dlq_fails_after_the_dead_letter_without_a_copy_read_twice_and_sent_back
     for drop in (None, ("H-0", "%RETRY%G", 0), ("G-0", "%RETRY%G", 1), ("G-0", "T", 0)):
         assert_fails("dlq_after_max_retries", _ladder_forked_by_a_rebalance(drop=drop), A, *words)
     assert_fails("dlq_after_max_retries", _ladder_forked_by_a_rebalance(drop_after_the_repeat=True), A, *words)
+def _ladder_forked_by_a_newcomer(second: str = "G-1@sim", start_t: int | None = 1500, second_t: int = 1700,
+                                 second_sent_back: str = "ok", second_dlq: bool = False) -> H:
+    """Explore seed 1080000179 (5.3.3, max 1 retry): G-1 was killed; G-0 took its queue and failed T #18 at 1.2 s
+    (sent back); G-1 restarted (``start_t``), its first rebalance took the queue back at the broker's lagging offset,
+    and it failed #18 again at 1.7 s (sent back again). Two ladders: one's retry 1 is dead-lettered, the other's
+    comes after it. ``second``: the client of the repeat, at ``second_t``."""
+    h = H()
+    for client in ("G-0@sim", "G-1@sim"):
+        h.add(0, "consumer_start", group="G", client_id=client, topic="T", subscription="*", model="CLUSTERING",
+              max_reconsume_times=1)
+    h.send(0, A).store(0, A, queue_offset=18).crash(1000, target="G-1").restart(1100, target="G-1")
+    h.events[-1].update(ok=True, last_exit_ok=None)
+    h.consume(1200, A, status="RECONSUME_LATER", queue_offset=18).send_back(1200, A, 0)
+    if start_t is not None:
+        h.add(start_t, "consumer_start", group="G", client_id="G-1@sim", topic="T", subscription="*",
+              model="CLUSTERING", max_reconsume_times=1)
+    h.consume(second_t, A, status="RECONSUME_LATER", queue_offset=18, client=second)
+    h.send_back(second_t, A, 0, result=second_sent_back)
+    h.consume(11_200, A, status="RECONSUME_LATER", reconsume_times=1, queue_topic="%RETRY%G", queue_offset=0)
+    h.send_back(11_200, A, 1).dlq(11_200, A, 2)
+    if second_dlq:
+        h.consume(11_300, A, status="RECONSUME_LATER", reconsume_times=1, queue_topic="%RETRY%G", queue_offset=2)
+        h.send_back(11_300, A, 1).dlq(11_300, A, 2)
+    return h.consume(11_700, A, reconsume_times=1, client="G-1@sim", queue_topic="%RETRY%G", queue_offset=1)
+
+
+def test_dlq_holds_for_a_retry_ladder_forked_by_a_newcomers_rebalance():
+    assert_holds("dlq_after_max_retries", _ladder_forked_by_a_newcomer(), ctx(instances=2, max_reconsume_times=1))
+
+
+def test_dlq_fails_after_the_dead_letter_without_a_newcomer_between_the_reads():
+    context = ctx(instances=2, max_reconsume_times=1)
+    words = ("as retry 1 after it was dead-lettered",)
+    for h in (_ladder_forked_by_a_newcomer(second="G-0@sim"),  # one client read it twice: no newcomer's offset
+              _ladder_forked_by_a_newcomer(start_t=None),  # G-1 never started again between the reads
+              _ladder_forked_by_a_newcomer(start_t=2200, second_t=2300, second="G-0@sim"),  # no newcomer read it
+              _ladder_forked_by_a_newcomer(start_t=6300, second_t=6500),  # 5.1 s on: the owner had persisted
+              _ladder_forked_by_a_newcomer(second_sent_back="failed"),  # the repeat's send-back stored no copy
+              _ladder_forked_by_a_newcomer(second_dlq=True)):  # both ladders were dead-lettered before
+        assert_fails("dlq_after_max_retries", h.in_time_order(), A, *words, context=context)
+
+
 def _forked_by_a_late_offset_fix(fix_t: int = 20_000, fixed_to: int = 1, client: str = "G-0",
                                  again_status: str = "RECONSUME_LATER", second_dead: bool = False) -> H:
     """Explore seed 990000087 (4.9.8): retry 1 (%RETRY%G #1) failed and was sent back; a delayed OFFSET_ILLEGAL fix

@@ -1140,3 +1140,44 @@ def test_a_level_repeat_after_two_graceful_restarts_witnessed_again(monkeypatch,
         g for g in graceful if earlier[0]["seq"] < g["seq"] < again["seq"]])
     violations = _check(result)["duplicates"]["violations"]
     assert violations and all("from level 3 again after a graceful restart" in v["explanation"] for v in violations)
+
+
+@pytest.mark.parametrize(("seed", "copy", "failed_ms", "newcomer", "dead_ms", "violations"), [
+    (1080000179, ("TopicA", 1, 18), (12_288, 12_774), (12_070, 12_570), 22_790, 7),
+    (1090000121, ("TopicA", 3, 29), (17_686, 18_186), (17_584, 18_084), 57_898, 3)])
+def test_a_newcomers_rebalance_forks_the_retry_ladder(monkeypatch, seed, copy, failed_ms, newcomer, dead_ms,
+                                                       violations):
+    """Triaged from weighted generated runs on branch subfix (excuse_coverage --like 990000012): 5.3.3, GroupB-1
+    was killed; GroupB-0 took its queue, failed ``copy`` and sent it back. GroupB-1 restarted; its first rebalance
+    took the queue back and read the offset from the broker (computePullFromWhere, READ_FROM_STORE), below the copy:
+    GroupB-0's progress had not reached the broker yet (its drop's persist raced the read, and the newcomer's pull
+    then set the broker back: "[NOTIFYME]update consumer offset less than store"). GroupB-1 failed the copy again
+    and sent it back again: two retry ladders; one was dead-lettered, the other's retry came after it. RocketMQ's
+    (a rebalance re-delivers what the previous owner had not committed), not a retry past the DLQ."""
+    import model.invariants as invariants
+
+    result = _run_file(f"explore-{seed}-like-990000012", seed)
+    assert not _failed(result)
+    events = result.history.events
+    crash = next(e for e in events if e["kind"] == "crash" and e["target"] == "GroupB-1" and e["t_ms"] == newcomer[0])
+    start = next(e for e in events if e["kind"] == "consumer_start" and e["client_id"] == "GroupB-1@sim"
+                 and e["seq"] > crash["seq"])
+    assert start["t_ms"] == newcomer[1]
+    reads = [e for e in events if e["kind"] == "consume" and e["group"] == "GroupB"
+             and (e["queue_topic"], e["queue_id"], e["queue_offset"]) == copy]
+    assert [(e["client_id"], e["t_ms"], e["status"]) for e in reads] == [
+        ("GroupB-0@sim", failed_ms[0], "RECONSUME_LATER"), ("GroupB-1@sim", failed_ms[1], "RECONSUME_LATER")]
+    msg_id = reads[0]["msg_id"]
+    assert [e["t_ms"] for e in events if e["kind"] == "send_back" and e["msg_id"] == msg_id and e["group"] == "GroupB"
+            and e["reconsume_times"] == 0 and e["result"] == "ok"] == list(failed_ms)
+    notify = [e["message"] for e in events if e["kind"] == "log" and start["seq"] < e["seq"] < reads[1]["seq"]
+              and "[NOTIFYME]update consumer offset less than store" in e["message"]
+              and f"key=TopicA@GroupB, queueId={copy[1]}," in e["message"]]
+    assert len(notify) == 1
+    dead = [e["t_ms"] for e in events if e["kind"] == "dlq" and e["msg_id"] == msg_id and e["group"] == "GroupB"]
+    assert dead[0] == dead_ms
+    monkeypatch.setattr(invariants, "_forked_by_a_newcomers_rebalance", lambda ix, events, consumes, again: False)
+    found = _check(result)["dlq_after_max_retries"]["violations"]
+    assert len(found) == violations and msg_id in {v["msg_id"] for v in found}
+    assert all("delivered to GroupB as retry" in v["explanation"] and "after it was dead-lettered" in v["explanation"]
+               for v in found)
