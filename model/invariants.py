@@ -1635,12 +1635,16 @@ def _consume_offset_never_persisted(ix: _Index, original: dict, again: dict) -> 
 
 
 def _shutdowns_judged(graceful: list[dict], earlier: list[dict], again: dict) -> list[dict]:
-    """The graceful shutdown a level's repeated delivery is judged by: the first after the unit's latest delivery.
+    """The graceful shutdowns a level's repeated delivery is judged by: the first after the unit's latest delivery.
     Its persisted table put the level back at or below the unit; a later shutdown's run never delivered the unit
     (the level was still on its way back to it), so that shutdown has nothing to answer for (explore seed
     1080000045: a resend pending at the first shutdown kept level 3's table at 10 while 11-79 had gone out; the
-    second restart came before the level was back at 40, and 40-79 came again after it)."""
-    return [g for g in graceful if earlier[-1]["seq"] < g["seq"] < again["seq"]][:1]
+    second restart came before the level was back at 40, and 40-79 came again after it). A repeat in the run of
+    the latest delivery (no shutdown since) is judged by every shutdown since the first delivery, as before."""
+    since_latest = [g for g in graceful if earlier[-1]["seq"] < g["seq"] < again["seq"]]
+    if since_latest:
+        return since_latest[:1]
+    return [g for g in graceful if earlier[0]["t_ms"] <= g["t_ms"] <= again["t_ms"]]
 
 
 def check_duplicates(ix: _Index, ctx: RunContext) -> dict:
