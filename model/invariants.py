@@ -1634,6 +1634,51 @@ def _consume_offset_never_persisted(ix: _Index, original: dict, again: dict) -> 
     return False
 
 
+PULL_DELAY_WHEN_EXCEPTION_MS = 3_000  # DefaultMQPushConsumerImpl.pullTimeDelayMillsWhenException
+CLIENT_FIRST_OFFSET_PERSIST_MS = 10_000  # MQClientInstance: persistAllConsumerOffset's first run, 10 s after a start
+PULL_EXCEPTION = re.compile(r"execute the pull request exception, MessageQueue\(topic='([^']+)', broker_name='[^']*', "
+                            r"queue_id=(\d+)\)")
+
+
+def _consumed_while_the_broker_was_down(ix: _Index, original: dict, again: dict) -> bool:
+    """The first consume came while the broker was down (after its stop, before its restart): its offset reaches the
+    broker only with the client's next pull of the queue, 3 s after the pull exception the stop made it log, or with
+    its persistAll (10 s after its start, then every 5 s). A consumerOffset.json written before then does not hold
+    it; a crash at most 10 s after a broker start (no broker persist yet) with no write since then loses it (explore
+    seed 1080000083 like 990000012, 5.3.3: consumed at 1.651 s, the broker shut down at 1.630 s and again at 3.673 s
+    with the table still at the consume's offset; the pull carrying it came at 7.634 s, and the crash at 11.053 s,
+    6.9 s after the restart at 4.173 s, lost it)."""
+    client = original["client_id"].split("@")[0]
+    stops = [c for c in ix.by_kind["crash"] if c.get("target") == "broker" and c["seq"] < original["seq"]]
+    if not stops:
+        return False
+    stop = stops[-1]
+    if not any(stop["seq"] < r["seq"] and original["seq"] < r["seq"] for r in ix.restarts) or any(
+            stop["seq"] < r["seq"] < original["seq"] for r in ix.restarts):
+        return False  # the broker was up at the consume
+    topic, queue_id = _copy_of(original)[:2]
+    failed_pulls = [e["t_ms"] for e in ix.by_kind["log"] if e["logger"] == f"RocketmqClient@{client}"
+                    and stop["seq"] < e["seq"] < original["seq"]
+                    and (m := PULL_EXCEPTION.match(e["message"])) and (m.group(1), int(m.group(2))) == (topic, queue_id)]
+    if not failed_pulls:
+        return False
+    started_ms = max(e["t_ms"] for e in ix.by_kind["consumer_start"] if e["client_id"] == original["client_id"]
+                     and e["seq"] < original["seq"])
+    first_persist_ms = started_ms + CLIENT_FIRST_OFFSET_PERSIST_MS
+    persist_all_ms = first_persist_ms if original["t_ms"] < first_persist_ms else first_persist_ms + (
+        (original["t_ms"] - first_persist_ms) // CLIENT_OFFSET_PERSIST_MS + 1) * CLIENT_OFFSET_PERSIST_MS
+    reach_ms = min(failed_pulls[-1] + PULL_DELAY_WHEN_EXCEPTION_MS, persist_all_ms)
+    persists = [p for p in ix.by_kind["persist"] if p.get("file") == "consumerOffset.json" and p["t_ms"] >= reach_ms]
+    for c in ix.by_kind["crash"]:
+        if c.get("target") != "broker" or c.get("crash_kind") == "shutdown" or not (
+                original["seq"] < c["seq"] < again["seq"]) or c["t_ms"] < reach_ms:
+            continue
+        started = max((r["t_ms"] for r in ix.restarts if r["seq"] < c["seq"]), default=0)
+        if c["t_ms"] - started <= FIRST_OFFSET_PERSIST_MS and not any(p["seq"] < c["seq"] for p in persists):
+            return True
+    return False
+
+
 def _shutdowns_judged(graceful: list[dict], earlier: list[dict], again: dict) -> list[dict]:
     """The graceful shutdowns a level's repeated delivery is judged by: the first after the unit's latest delivery.
     Its persisted table put the level back at or below the unit; a later shutdown's run never delivered the unit
@@ -1713,7 +1758,8 @@ def check_duplicates(ix: _Index, ctx: RunContext) -> dict:
                                       or _direct_timer_put_replayed(ix, earlier[key], e)
                                       or _another_timer_copy_from_a_crash(ix, earlier[key], e, ctx))) or (
             key[0] == "consume" and _consumed_a_replayed_timer_copy(ix.by_msg[e["msg_id"]], original, e)) or (
-            key[0] == "consume" and _consume_offset_never_persisted(ix, original, e))
+            key[0] == "consume" and _consume_offset_never_persisted(ix, original, e)) or (
+            key[0] == "consume" and _consumed_while_the_broker_was_down(ix, original, e))
         if key[0] == "deliver" and not window and not explained and any(
                 not _slot_unfinished(original, g, ctx) and not _behind_an_unfinished_async_head(ix, e, g)
                 for g in _shutdowns_judged(graceful, earlier[key], e)):

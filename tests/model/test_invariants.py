@@ -1404,6 +1404,42 @@ def test_duplicates_fail_after_a_consumer_offset_persist_or_past_the_first_persi
     assert not verdict("duplicates", h, NINE_S_WINDOW)["holds"]  # a graceful shutdown persists the table
 
 
+def _consumed_while_the_broker_was_down(consume_t: int = 1651, pull_exception: bool = True,
+                                       persist_t: int | None = None, crash_t: int = 11_053) -> H:
+    """Explore seed 1080000083 (5.3.3): G-0 consumed #0 at 1.651 s while the broker was down (shut down at 1.630 s,
+    its pull's exception logged at 1.631 s: the next pull 3 s later); the shutdown at 3.673 s wrote the table
+    without it; the crash at 11.053 s (6.9 s after the restart at 4.173 s: no persist yet) lost it."""
+    h = H().add(0, "consumer_start", group="G", client_id="G-0@sim", topic="T", subscription="*",
+                model="CLUSTERING", max_reconsume_times=2)
+    h.send(1500, A).store(1500, A)
+    if consume_t < 1630:
+        h.consume(consume_t, A)
+    h.crash(1630, crash_kind="shutdown").add(1630, "persist", file="consumerOffset.json")
+    if pull_exception:
+        h.add(1631, "log", level="WARN", logger="RocketmqClient@G-0", fault_site=None,
+              message="execute the pull request exception, MessageQueue(topic='T', broker_name='broker-a', "
+                      "queue_id=0): connection closed: the broker shut down")
+    if consume_t >= 1630:
+        h.consume(consume_t, A)
+    h.restart(2130)
+    h.crash(3673, crash_kind="shutdown").add(3673, "persist", file="consumerOffset.json").restart(4173)
+    if persist_t is not None:
+        h.add(persist_t, "persist", file="consumerOffset.json")
+    return h.crash(crash_t).restart(crash_t + 500).consume(crash_t + 1178, A).in_time_order()
+
+
+def test_duplicates_holds_for_a_consume_made_while_the_broker_was_down():
+    assert_holds("duplicates", _consumed_while_the_broker_was_down(), NINE_S_WINDOW)
+
+
+def test_duplicates_fail_for_a_consume_whose_offset_could_reach_the_broker_before_a_persist():
+    for h in (_consumed_while_the_broker_was_down(pull_exception=False),  # no failed pull: no 3 s wait known
+              _consumed_while_the_broker_was_down(consume_t=1601),  # the broker was up at the consume
+              _consumed_while_the_broker_was_down(persist_t=8000),  # written after the next pull could carry it
+              _consumed_while_the_broker_was_down(crash_t=14_300)):  # > 10 s after the start: persisted by then
+        assert_fails("duplicates", h, A, "outside every persist window", context=NINE_S_WINDOW)
+
+
 # --- no_unexpected_errors ----------------------------------------------------------------------------------------
 def _log(h, t, level="ERROR", fault_site=None, message="ScheduleMessageService, executeOnTimeup exception"):
     return h.add(t, "log", level=level, logger="ScheduleMessageService", message=message, fault_site=fault_site)
