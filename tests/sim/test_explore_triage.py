@@ -1181,3 +1181,33 @@ def test_a_newcomers_rebalance_forks_the_retry_ladder(monkeypatch, seed, copy, f
     assert len(found) == violations and msg_id in {v["msg_id"] for v in found}
     assert all("delivered to GroupB as retry" in v["explanation"] and "after it was dead-lettered" in v["explanation"]
                for v in found)
+
+
+def test_a_consume_made_while_the_broker_was_down_is_lost_with_the_table_of_a_crash(monkeypatch):
+    """Triaged from weighted generated runs on branch subfix (excuse_coverage --like 990000012, seed 1080000083):
+    5.3.3, GroupB-1 consumed TopicA 2 #8 at 1.651 s, after the graceful shutdown at 1.630 s (its pull failed at
+    1.631 s: the next one 3 s later, pullTimeDelayMillsWhenException). The broker restarted at 2.130 s and shut down
+    again at 3.673 s before that pull: consumerOffset.json still held 8. After the restart at 4.173 s the pull at
+    4.632 s was refused (no heartbeat yet) and the one at 7.634 s committed 9; the crash at 11.053 s, 6.9 s after
+    the start (the broker's first persist waits 10 s), lost it, and GroupB consumed #8 again at 12.231 s, 10.6 s
+    after the first consume: RocketMQ's (the offset never reached a written table)."""
+    import model.invariants as invariants
+
+    result = _run_file("explore-1080000083-like-990000012", 1080000083)
+    assert not _failed(result)
+    events = result.history.events
+    broker = [(e["kind"], e["t_ms"], e.get("crash_kind")) for e in events
+              if e["kind"] in ("crash", "restart") and e["target"] == "broker"]
+    assert broker[:6] == [("crash", 1_630, "shutdown"), ("restart", 2_130, None), ("crash", 3_673, "shutdown"),
+                          ("restart", 4_173, None), ("crash", 11_053, "process"), ("restart", 11_553, None)]
+    reads = [(e["client_id"], e["t_ms"]) for e in events if e["kind"] == "consume" and e["group"] == "GroupB"
+             and (e["queue_topic"], e["queue_id"], e["queue_offset"]) == ("TopicA", 2, 8)]
+    assert reads == [("GroupB-1@sim", 1_651), ("GroupB-1@sim", 12_231)]
+    assert any(e["kind"] == "log" and e["t_ms"] == 1_631 and e["logger"] == "RocketmqClient@GroupB-1"
+               and "execute the pull request exception" in e["message"] and "queue_id=2)" in e["message"]
+               for e in events)
+    assert [e["t_ms"] for e in events if e["kind"] == "persist" and e["file"] == "consumerOffset.json"
+            and 1_651 < e["t_ms"] < 11_053] == [3_673]
+    monkeypatch.setattr(invariants, "_consumed_while_the_broker_was_down", lambda ix, original, again: False)
+    (violation,) = _check(result)["duplicates"]["violations"]
+    assert "consume repeated at t=12231 ms although the first one (t=1651 ms)" in violation["explanation"]
