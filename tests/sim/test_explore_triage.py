@@ -1111,7 +1111,7 @@ def test_a_level_repeat_is_judged_by_the_shutdown_after_its_latest_delivery(monk
     assert steps == [(7_000, -60_000), (11_000, 60_000)]
     shutdowns = [e for e in events if e["kind"] == "crash" and e.get("crash_kind") == "shutdown"]
     restarts = [e for e in events if e["kind"] == "restart" and e["target"] == "broker"]
-    assert [(s["t_ms"], r["t_ms"], r["last_exit_ok"]) for s, r in zip(shutdowns, restarts)] == [
+    assert [(s["t_ms"], r["t_ms"], r["last_exit_ok"]) for s, r in zip(shutdowns, restarts, strict=True)] == [
         (7_764, 9_764, True), (11_216, 13_216, True)]
     first_run = _level_3_units(events, -1, shutdowns[0]["seq"])
     assert 10 not in first_run and set(range(10)) <= first_run and max(first_run) == 79
