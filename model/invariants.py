@@ -1077,6 +1077,34 @@ def _forked_by_a_repeated_consume(ix: _Index, events: list[dict], consumes: list
     return _a_ladder_is_left(events, again, forks)
 
 
+CLIENT_OFFSET_PERSIST_MS = 5_000  # MQClientInstance.persistAllConsumerOffset: persistConsumerOffsetInterval
+
+
+def _forked_by_a_newcomers_rebalance(ix: _Index, events: list[dict], consumes: list[dict], again: dict) -> bool:
+    """A consumer (re)start forked the retry ladder (explore seeds 1080000179, 1090000121 like 990000012, 5.3.3): the
+    newcomer's first rebalance took a queue and read its offset from the broker (computePullFromWhere, READ_FROM_STORE,
+    kept in memory), which lagged what the previous owner had consumed: its progress reaches the broker with its
+    pulls' commitOffset and its 5 s persistAll, or when its own rebalance drops the queue (persist(mq)), racing the
+    newcomer's read. The newcomer pulled from there (its pulls' commitOffset even set the broker back, a plain put:
+    "[NOTIFYME]update consumer offset less than store") and consumed a copy the previous owner had already failed
+    and sent back: the same count sent back twice, a second ladder, and ``again`` may be its retry while fewer dead
+    letters than ladders came before it. Recognised by a copy failed twice (same count) by two clients of the group,
+    the second one's consumer_start between them, less than the client's persist interval after the first, and each
+    attempt's send-back storing a retry copy."""
+    starts = [e for e in ix.by_kind["consumer_start"] if e["group"] == again["group"]]
+
+    def newcomer_between(a: dict, b: dict) -> bool:
+        return a["client_id"] != b["client_id"] and any(
+            a["seq"] < e["seq"] < b["seq"] and e["client_id"] == b["client_id"]
+            and e["t_ms"] - a["t_ms"] < CLIENT_OFFSET_PERSIST_MS for e in starts)
+
+    failed = [c for c in consumes if c["seq"] < again["seq"] and c["status"] != CONSUME_SUCCESS
+              and c["reconsume_times"] < again["reconsume_times"]]
+    forks = _forks(failed, lambda a, b: a["reconsume_times"] == b["reconsume_times"] and newcomer_between(a, b)
+                   and _sent_back(events, a) and _sent_back(events, b))
+    return _a_ladder_is_left(events, again, forks)
+
+
 def _copy_of(consume: dict) -> tuple[str, int, int]:
     """The stored copy a consume read: (queue topic, queue id, queue offset)."""
     return consume.get("queue_topic", consume["topic"]), consume["queue_id"], consume["queue_offset"]
@@ -1193,6 +1221,7 @@ def check_dlq_after_max_retries(ix: _Index, ctx: RunContext) -> dict:
                              and c["reconsume_times"] not in preset and _copy_of(c) not in seen_copies
                              and not _another_ladder(events, g, c)
                              and not _forked_by_a_repeated_consume(ix, events, consumes, c)
+                             and not _forked_by_a_newcomers_rebalance(ix, events, consumes, c)
                              and not _forked_by_a_late_offset_fix(ix, consumes, c, ctx)]
                     if after:
                         problem = f"delivered to {group} as retry {after[0]['reconsume_times']} after it was dead-lettered"
@@ -1605,6 +1634,64 @@ def _consume_offset_never_persisted(ix: _Index, original: dict, again: dict) -> 
     return False
 
 
+PULL_DELAY_WHEN_EXCEPTION_MS = 3_000  # DefaultMQPushConsumerImpl.pullTimeDelayMillsWhenException
+CLIENT_FIRST_OFFSET_PERSIST_MS = 10_000  # MQClientInstance: persistAllConsumerOffset's first run, 10 s after a start
+PULL_EXCEPTION = re.compile(r"execute the pull request exception, MessageQueue\(topic='([^']+)', broker_name='[^']*', "
+                            r"queue_id=(\d+)\)")
+
+
+def _consumed_while_the_broker_was_down(ix: _Index, original: dict, again: dict) -> bool:
+    """The first consume came while the broker was down (after its stop, before its restart): its offset reaches the
+    broker only with the client's next pull of the queue, 3 s after the pull exception the stop made it log, or with
+    its persistAll (10 s after its start, then every 5 s). A consumerOffset.json written before then does not hold
+    it; a crash at most 10 s after a broker start (no broker persist yet) with no write since then loses it (explore
+    seed 1080000083 like 990000012, 5.3.3: consumed at 1.651 s, the broker shut down at 1.630 s and again at 3.673 s
+    with the table still at the consume's offset; the pull carrying it came at 7.634 s, and the crash at 11.053 s,
+    6.9 s after the restart at 4.173 s, lost it)."""
+    client = original["client_id"].split("@")[0]
+    stops = [c for c in ix.by_kind["crash"] if c.get("target") == "broker" and c["seq"] < original["seq"]]
+    if not stops:
+        return False
+    stop = stops[-1]
+    if not any(stop["seq"] < r["seq"] and original["seq"] < r["seq"] for r in ix.restarts) or any(
+            stop["seq"] < r["seq"] < original["seq"] for r in ix.restarts):
+        return False  # the broker was up at the consume
+    topic, queue_id = _copy_of(original)[:2]
+    failed_pulls = [e["t_ms"] for e in ix.by_kind["log"] if e["logger"] == f"RocketmqClient@{client}"
+                    and stop["seq"] < e["seq"] < original["seq"]
+                    and (m := PULL_EXCEPTION.match(e["message"])) and (m.group(1), int(m.group(2))) == (topic, queue_id)]
+    if not failed_pulls:
+        return False
+    started_ms = max(e["t_ms"] for e in ix.by_kind["consumer_start"] if e["client_id"] == original["client_id"]
+                     and e["seq"] < original["seq"])
+    first_persist_ms = started_ms + CLIENT_FIRST_OFFSET_PERSIST_MS
+    persist_all_ms = first_persist_ms if original["t_ms"] < first_persist_ms else first_persist_ms + (
+        (original["t_ms"] - first_persist_ms) // CLIENT_OFFSET_PERSIST_MS + 1) * CLIENT_OFFSET_PERSIST_MS
+    reach_ms = min(failed_pulls[-1] + PULL_DELAY_WHEN_EXCEPTION_MS, persist_all_ms)
+    persists = [p for p in ix.by_kind["persist"] if p.get("file") == "consumerOffset.json" and p["t_ms"] >= reach_ms]
+    for c in ix.by_kind["crash"]:
+        if c.get("target") != "broker" or c.get("crash_kind") == "shutdown" or not (
+                original["seq"] < c["seq"] < again["seq"]) or c["t_ms"] < reach_ms:
+            continue
+        started = max((r["t_ms"] for r in ix.restarts if r["seq"] < c["seq"]), default=0)
+        if c["t_ms"] - started <= FIRST_OFFSET_PERSIST_MS and not any(p["seq"] < c["seq"] for p in persists):
+            return True
+    return False
+
+
+def _shutdowns_judged(graceful: list[dict], earlier: list[dict], again: dict) -> list[dict]:
+    """The graceful shutdowns a level's repeated delivery is judged by: the first after the unit's latest delivery.
+    Its persisted table put the level back at or below the unit; a later shutdown's run never delivered the unit
+    (the level was still on its way back to it), so that shutdown has nothing to answer for (explore seed
+    1080000045: a resend pending at the first shutdown kept level 3's table at 10 while 11-79 had gone out; the
+    second restart came before the level was back at 40, and 40-79 came again after it). A repeat in the run of
+    the latest delivery (no shutdown since) is judged by every shutdown since the first delivery, as before."""
+    since_latest = [g for g in graceful if earlier[-1]["seq"] < g["seq"] < again["seq"]]
+    if since_latest:
+        return since_latest[:1]
+    return [g for g in graceful if earlier[0]["t_ms"] <= g["t_ms"] <= again["t_ms"]]
+
+
 def check_duplicates(ix: _Index, ctx: RunContext) -> dict:
     """Duplicates are expected after crashes, bounded by the persist windows; a graceful restart makes none."""
     violations = []
@@ -1671,10 +1758,11 @@ def check_duplicates(ix: _Index, ctx: RunContext) -> dict:
                                       or _direct_timer_put_replayed(ix, earlier[key], e)
                                       or _another_timer_copy_from_a_crash(ix, earlier[key], e, ctx))) or (
             key[0] == "consume" and _consumed_a_replayed_timer_copy(ix.by_msg[e["msg_id"]], original, e)) or (
-            key[0] == "consume" and _consume_offset_never_persisted(ix, original, e))
+            key[0] == "consume" and _consume_offset_never_persisted(ix, original, e)) or (
+            key[0] == "consume" and _consumed_while_the_broker_was_down(ix, original, e))
         if key[0] == "deliver" and not window and not explained and any(
-                original["t_ms"] <= g["t_ms"] <= e["t_ms"] and not _slot_unfinished(original, g, ctx)
-                and not _behind_an_unfinished_async_head(ix, e, g) for g in graceful):
+                not _slot_unfinished(original, g, ctx) and not _behind_an_unfinished_async_head(ix, e, g)
+                for g in _shutdowns_judged(graceful, earlier[key], e)):
             violations.append({"msg_id": e["msg_id"], "events": ix.quote(e["msg_id"]),
                                "explanation": f"delivered from level {e['level']} again after a graceful restart "
                                               f"(first at t={original['t_ms']} ms): the shutdown did not persist "

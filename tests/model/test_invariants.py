@@ -861,6 +861,48 @@ def test_dlq_fails_after_the_dead_letter_without_a_copy_read_twice_and_sent_back
     for drop in (None, ("H-0", "%RETRY%G", 0), ("G-0", "%RETRY%G", 1), ("G-0", "T", 0)):
         assert_fails("dlq_after_max_retries", _ladder_forked_by_a_rebalance(drop=drop), A, *words)
     assert_fails("dlq_after_max_retries", _ladder_forked_by_a_rebalance(drop_after_the_repeat=True), A, *words)
+def _ladder_forked_by_a_newcomer(second: str = "G-1@sim", start_t: int | None = 1500, second_t: int = 1700,
+                                 second_sent_back: str = "ok", second_dlq: bool = False) -> H:
+    """Explore seed 1080000179 (5.3.3, max 1 retry): G-1 was killed; G-0 took its queue and failed T #18 at 1.2 s
+    (sent back); G-1 restarted (``start_t``), its first rebalance took the queue back at the broker's lagging offset,
+    and it failed #18 again at 1.7 s (sent back again). Two ladders: one's retry 1 is dead-lettered, the other's
+    comes after it. ``second``: the client of the repeat, at ``second_t``."""
+    h = H()
+    for client in ("G-0@sim", "G-1@sim"):
+        h.add(0, "consumer_start", group="G", client_id=client, topic="T", subscription="*", model="CLUSTERING",
+              max_reconsume_times=1)
+    h.send(0, A).store(0, A, queue_offset=18).crash(1000, target="G-1").restart(1100, target="G-1")
+    h.events[-1].update(ok=True, last_exit_ok=None)
+    h.consume(1200, A, status="RECONSUME_LATER", queue_offset=18).send_back(1200, A, 0)
+    if start_t is not None:
+        h.add(start_t, "consumer_start", group="G", client_id="G-1@sim", topic="T", subscription="*",
+              model="CLUSTERING", max_reconsume_times=1)
+    h.consume(second_t, A, status="RECONSUME_LATER", queue_offset=18, client=second)
+    h.send_back(second_t, A, 0, result=second_sent_back)
+    h.consume(11_200, A, status="RECONSUME_LATER", reconsume_times=1, queue_topic="%RETRY%G", queue_offset=0)
+    h.send_back(11_200, A, 1).dlq(11_200, A, 2)
+    if second_dlq:
+        h.consume(11_300, A, status="RECONSUME_LATER", reconsume_times=1, queue_topic="%RETRY%G", queue_offset=2)
+        h.send_back(11_300, A, 1).dlq(11_300, A, 2)
+    return h.consume(11_700, A, reconsume_times=1, client="G-1@sim", queue_topic="%RETRY%G", queue_offset=1)
+
+
+def test_dlq_holds_for_a_retry_ladder_forked_by_a_newcomers_rebalance():
+    assert_holds("dlq_after_max_retries", _ladder_forked_by_a_newcomer(), ctx(instances=2, max_reconsume_times=1))
+
+
+def test_dlq_fails_after_the_dead_letter_without_a_newcomer_between_the_reads():
+    context = ctx(instances=2, max_reconsume_times=1)
+    words = ("as retry 1 after it was dead-lettered",)
+    for h in (_ladder_forked_by_a_newcomer(second="G-0@sim"),  # one client read it twice: no newcomer's offset
+              _ladder_forked_by_a_newcomer(start_t=None),  # G-1 never started again between the reads
+              _ladder_forked_by_a_newcomer(start_t=2200, second_t=2300, second="G-0@sim"),  # no newcomer read it
+              _ladder_forked_by_a_newcomer(start_t=6300, second_t=6500),  # 5.1 s on: the owner had persisted
+              _ladder_forked_by_a_newcomer(second_sent_back="failed"),  # the repeat's send-back stored no copy
+              _ladder_forked_by_a_newcomer(second_dlq=True)):  # both ladders were dead-lettered before
+        assert_fails("dlq_after_max_retries", h.in_time_order(), A, *words, context=context)
+
+
 def _forked_by_a_late_offset_fix(fix_t: int = 20_000, fixed_to: int = 1, client: str = "G-0",
                                  again_status: str = "RECONSUME_LATER", second_dead: bool = False) -> H:
     """Explore seed 990000087 (4.9.8): retry 1 (%RETRY%G #1) failed and was sent back; a delayed OFFSET_ILLEGAL fix
@@ -1228,6 +1270,42 @@ def test_duplicates_fail_for_a_delivery_repeated_after_a_graceful_restart():
     assert_fails("duplicates", h, A, "again after a graceful restart", "did not persist the delay offsets")
 
 
+def _clean_restart(h: H, shutdown_t: int, restart_t: int) -> H:
+    h.crash(shutdown_t, crash_kind="shutdown").restart(restart_t)
+    h.events[-1]["last_exit_ok"] = True
+    return h
+
+
+def _level_again_after_two_graceful_restarts(gap: bool = True, second_run: tuple[int, ...] = ()) -> H:
+    """Explore seed 1080000045 (5.3.3, asynchronous delivery): level 1's unit 1 had a resend pending at the first
+    shutdown (the table stayed at 1) while 0, 2 and 3 had gone out; the second run ended before the level's first
+    poll (``second_run``: the units it delivered), and after the second restart 1-3 came."""
+    msgs = (A, M2, "CCCC0003", "DDDD0004")
+    h = H()
+    for m in msgs:
+        h.send(0, m, level=1)
+    for unit in ((0, 2, 3) if gap else (0, 1, 2, 3)):
+        h.deliver(1000, msgs[unit], 1, B0 + 1000, sq_offset=unit)
+    _clean_restart(h, 1200, 3200)
+    for unit in second_run:
+        h.deliver(4200, msgs[unit], 1, B0 + 1000, sq_offset=unit)
+    _clean_restart(h, 4300 if second_run else 3700, 6300 if second_run else 5700)
+    for unit in (1, 2, 3):
+        h.deliver(7300 if second_run else 6700, msgs[unit], 1, B0 + 1000, sq_offset=unit)
+    return h
+
+
+def test_duplicates_judges_a_repeated_level_delivery_by_the_shutdown_after_its_latest_delivery():
+    # the first shutdown left the table at the head (a gap below 2 and 3); the second one's run never delivered them
+    assert_holds("duplicates", _level_again_after_two_graceful_restarts())
+    # no gap at the first shutdown: it persisted the table past 1-3, so their repeat is the shutdown's loss
+    assert_fails("duplicates", _level_again_after_two_graceful_restarts(gap=False), M2,
+                 "from level 1 again after a graceful restart (first at t=1000 ms)", "did not persist the delay offsets")
+    # the second run delivered 1-3 (no gap): its shutdown is the one judged, and it did not persist them
+    assert_fails("duplicates", _level_again_after_two_graceful_restarts(second_run=(1, 2, 3)), M2,
+                 "from level 1 again after a graceful restart (first at t=4200 ms)")
+
+
 def test_duplicates_holds_for_a_timer_slot_a_graceful_restart_left_unfinished():
     # The slot of B0 + 4000 still had a put retrying at the shutdown: its checkpointed read time is that slot.
     h = H().send(0, A).deliver(5000, A, "timer", B0 + 5000)
@@ -1324,6 +1402,42 @@ def test_duplicates_fail_after_a_consumer_offset_persist_or_past_the_first_persi
     h = _repeat_after_a_crash_at_the_first_offset_persist(10_000)
     h.events[h.events.index(next(e for e in h.events if e["kind"] == "crash"))]["crash_kind"] = "shutdown"
     assert not verdict("duplicates", h, NINE_S_WINDOW)["holds"]  # a graceful shutdown persists the table
+
+
+def _consumed_while_the_broker_was_down(consume_t: int = 1651, pull_exception: bool = True,
+                                       persist_t: int | None = None, crash_t: int = 11_053) -> H:
+    """Explore seed 1080000083 (5.3.3): G-0 consumed #0 at 1.651 s while the broker was down (shut down at 1.630 s,
+    its pull's exception logged at 1.631 s: the next pull 3 s later); the shutdown at 3.673 s wrote the table
+    without it; the crash at 11.053 s (6.9 s after the restart at 4.173 s: no persist yet) lost it."""
+    h = H().add(0, "consumer_start", group="G", client_id="G-0@sim", topic="T", subscription="*",
+                model="CLUSTERING", max_reconsume_times=2)
+    h.send(1500, A).store(1500, A)
+    if consume_t < 1630:
+        h.consume(consume_t, A)
+    h.crash(1630, crash_kind="shutdown").add(1630, "persist", file="consumerOffset.json")
+    if pull_exception:
+        h.add(1631, "log", level="WARN", logger="RocketmqClient@G-0", fault_site=None,
+              message="execute the pull request exception, MessageQueue(topic='T', broker_name='broker-a', "
+                      "queue_id=0): connection closed: the broker shut down")
+    if consume_t >= 1630:
+        h.consume(consume_t, A)
+    h.restart(2130)
+    h.crash(3673, crash_kind="shutdown").add(3673, "persist", file="consumerOffset.json").restart(4173)
+    if persist_t is not None:
+        h.add(persist_t, "persist", file="consumerOffset.json")
+    return h.crash(crash_t).restart(crash_t + 500).consume(crash_t + 1178, A).in_time_order()
+
+
+def test_duplicates_holds_for_a_consume_made_while_the_broker_was_down():
+    assert_holds("duplicates", _consumed_while_the_broker_was_down(), NINE_S_WINDOW)
+
+
+def test_duplicates_fail_for_a_consume_whose_offset_could_reach_the_broker_before_a_persist():
+    for h in (_consumed_while_the_broker_was_down(pull_exception=False),  # no failed pull: no 3 s wait known
+              _consumed_while_the_broker_was_down(consume_t=1601),  # the broker was up at the consume
+              _consumed_while_the_broker_was_down(persist_t=8000),  # written after the next pull could carry it
+              _consumed_while_the_broker_was_down(crash_t=14_300)):  # > 10 s after the start: persisted by then
+        assert_fails("duplicates", h, A, "outside every persist window", context=NINE_S_WINDOW)
 
 
 # --- no_unexpected_errors ----------------------------------------------------------------------------------------

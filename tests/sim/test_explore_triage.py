@@ -1085,3 +1085,129 @@ def test_a_copy_read_through_a_retry_queue_unit_a_power_failure_left(monkeypatch
     (violation,) = _check(result)["retry_schedule"]["violations"]
     assert violation["msg_id"] == at["msg_id"]
     assert "a copy consumed from %RETRY%GroupB carries reconsumeTimes 0" in violation["explanation"]
+
+
+def _level_3_units(events: list[dict], after_seq: int, before_seq: int) -> set[int]:
+    return {e["schedule_queue_offset"] for e in events
+            if e["kind"] == "deliver" and e["level"] == 3 and after_seq < e["seq"] < before_seq}
+
+
+def test_a_level_repeat_is_judged_by_the_shutdown_after_its_latest_delivery(monkeypatch):
+    """Triaged from weighted generated runs on branch subfix (excuse_coverage --like 990000012, seed 1080000045;
+    1080000161 and 1090000118 the same): 5.3.3 asynchronous delivery, a -60 s step at 7 s. Level 3's units lay more
+    than a level delay ahead of the stepped-back clock, so correctDeliverTimestamp put them at once (0-79 from
+    7.0 s to 7.7 s); unit 10's put failed and its resend was still pending at the graceful shutdown at 7.764 s
+    (the message store stops first), so delayOffset.json kept level 3 at 10. The first run after the restart
+    (9.764 s) put 10-39 before the +60 s step at 11 s made 40 on not due yet; the second graceful shutdown (11.216
+    s) kept it at 40, and after the second restart 40-79 came again. Those repeats are the first shutdown's
+    (``_behind_an_unfinished_async_head``); the check judged them by the second too, whose run never delivered
+    them: an invariant bug."""
+    import model.invariants as invariants
+
+    result = _run_file("explore-1080000045-like-990000012", 1080000045)
+    assert not _failed(result)
+    events = result.history.events
+    steps = [(e["t_ms"], e["by_ms"]) for e in events if e["kind"] == "fault" and e["site"] == "clock"]
+    assert steps == [(7_000, -60_000), (11_000, 60_000)]
+    shutdowns = [e for e in events if e["kind"] == "crash" and e.get("crash_kind") == "shutdown"]
+    restarts = [e for e in events if e["kind"] == "restart" and e["target"] == "broker"]
+    assert [(s["t_ms"], r["t_ms"], r["last_exit_ok"]) for s, r in zip(shutdowns, restarts, strict=True)] == [
+        (7_764, 9_764, True), (11_216, 13_216, True)]
+    first_run = _level_3_units(events, -1, shutdowns[0]["seq"])
+    assert 10 not in first_run and set(range(10)) <= first_run and max(first_run) == 79
+    assert _level_3_units(events, restarts[0]["seq"], shutdowns[1]["seq"]) == set(range(10, 40))  # back from 10
+    third_run = [e for e in events if e["kind"] == "deliver" and e["level"] == 3 and e["seq"] > restarts[1]["seq"]]
+    assert min(e["schedule_queue_offset"] for e in third_run) == 40
+    again = {(e["schedule_queue_offset"], e["msg_id"]) for e in third_run if e["schedule_queue_offset"] in first_run}
+    monkeypatch.setattr(invariants, "_shutdowns_judged", lambda graceful, earlier, again: [
+        g for g in graceful if earlier[0]["seq"] < g["seq"] < again["seq"]])  # every shutdown since the first
+    violations = _check(result)["duplicates"]["violations"]
+    # 29 units came again; unit 78's repeat (15.516 s) lies after GroupA-1's crash at 15.093 s, in its crash window
+    assert len(again) == 29 and len(violations) == 28 and {v["msg_id"] for v in violations} == {m for _, m in again}
+    assert all("delivered from level 3 again after a graceful restart" in v["explanation"] for v in violations)
+    assert all("the shutdown did not persist the delay offsets" in v["explanation"] for v in violations)
+
+
+@pytest.mark.parametrize("seed", [1080000161, 1090000118])
+def test_a_level_repeat_after_two_graceful_restarts_witnessed_again(monkeypatch, seed):
+    """The same in two more weighted runs (5.3.3, asynchronous delivery, three graceful restarts each): a level-3
+    unit delivered before a shutdown that left a gap below it, again only after a later restart."""
+    import model.invariants as invariants
+
+    result = _run_file(f"explore-{seed}-like-990000012", seed)
+    assert not _failed(result)
+    monkeypatch.setattr(invariants, "_shutdowns_judged", lambda graceful, earlier, again: [
+        g for g in graceful if earlier[0]["seq"] < g["seq"] < again["seq"]])
+    violations = _check(result)["duplicates"]["violations"]
+    assert violations and all("from level 3 again after a graceful restart" in v["explanation"] for v in violations)
+
+
+@pytest.mark.parametrize(("seed", "copy", "failed_ms", "newcomer", "dead_ms", "violations"), [
+    (1080000179, ("TopicA", 1, 18), (12_288, 12_774), (12_070, 12_570), 22_790, 7),
+    (1090000121, ("TopicA", 3, 29), (17_686, 18_186), (17_584, 18_084), 57_898, 3)])
+def test_a_newcomers_rebalance_forks_the_retry_ladder(monkeypatch, seed, copy, failed_ms, newcomer, dead_ms,
+                                                       violations):
+    """Triaged from weighted generated runs on branch subfix (excuse_coverage --like 990000012): 5.3.3, GroupB-1
+    was killed; GroupB-0 took its queue, failed ``copy`` and sent it back. GroupB-1 restarted; its first rebalance
+    took the queue back and read the offset from the broker (computePullFromWhere, READ_FROM_STORE), below the copy:
+    GroupB-0's progress had not reached the broker yet (its drop's persist raced the read, and the newcomer's pull
+    then set the broker back: "[NOTIFYME]update consumer offset less than store"). GroupB-1 failed the copy again
+    and sent it back again: two retry ladders; one was dead-lettered, the other's retry came after it. RocketMQ's
+    (a rebalance re-delivers what the previous owner had not committed), not a retry past the DLQ."""
+    import model.invariants as invariants
+
+    result = _run_file(f"explore-{seed}-like-990000012", seed)
+    assert not _failed(result)
+    events = result.history.events
+    crash = next(e for e in events if e["kind"] == "crash" and e["target"] == "GroupB-1" and e["t_ms"] == newcomer[0])
+    start = next(e for e in events if e["kind"] == "consumer_start" and e["client_id"] == "GroupB-1@sim"
+                 and e["seq"] > crash["seq"])
+    assert start["t_ms"] == newcomer[1]
+    reads = [e for e in events if e["kind"] == "consume" and e["group"] == "GroupB"
+             and (e["queue_topic"], e["queue_id"], e["queue_offset"]) == copy]
+    assert [(e["client_id"], e["t_ms"], e["status"]) for e in reads] == [
+        ("GroupB-0@sim", failed_ms[0], "RECONSUME_LATER"), ("GroupB-1@sim", failed_ms[1], "RECONSUME_LATER")]
+    msg_id = reads[0]["msg_id"]
+    assert [e["t_ms"] for e in events if e["kind"] == "send_back" and e["msg_id"] == msg_id and e["group"] == "GroupB"
+            and e["reconsume_times"] == 0 and e["result"] == "ok"] == list(failed_ms)
+    notify = [e["message"] for e in events if e["kind"] == "log" and start["seq"] < e["seq"] < reads[1]["seq"]
+              and "[NOTIFYME]update consumer offset less than store" in e["message"]
+              and f"key=TopicA@GroupB, queueId={copy[1]}," in e["message"]]
+    assert len(notify) == 1
+    dead = [e["t_ms"] for e in events if e["kind"] == "dlq" and e["msg_id"] == msg_id and e["group"] == "GroupB"]
+    assert dead[0] == dead_ms
+    monkeypatch.setattr(invariants, "_forked_by_a_newcomers_rebalance", lambda ix, events, consumes, again: False)
+    found = _check(result)["dlq_after_max_retries"]["violations"]
+    assert len(found) == violations and msg_id in {v["msg_id"] for v in found}
+    assert all("delivered to GroupB as retry" in v["explanation"] and "after it was dead-lettered" in v["explanation"]
+               for v in found)
+
+
+def test_a_consume_made_while_the_broker_was_down_is_lost_with_the_table_of_a_crash(monkeypatch):
+    """Triaged from weighted generated runs on branch subfix (excuse_coverage --like 990000012, seed 1080000083):
+    5.3.3, GroupB-1 consumed TopicA 2 #8 at 1.651 s, after the graceful shutdown at 1.630 s (its pull failed at
+    1.631 s: the next one 3 s later, pullTimeDelayMillsWhenException). The broker restarted at 2.130 s and shut down
+    again at 3.673 s before that pull: consumerOffset.json still held 8. After the restart at 4.173 s the pull at
+    4.632 s was refused (no heartbeat yet) and the one at 7.634 s committed 9; the crash at 11.053 s, 6.9 s after
+    the start (the broker's first persist waits 10 s), lost it, and GroupB consumed #8 again at 12.231 s, 10.6 s
+    after the first consume: RocketMQ's (the offset never reached a written table)."""
+    import model.invariants as invariants
+
+    result = _run_file("explore-1080000083-like-990000012", 1080000083)
+    assert not _failed(result)
+    events = result.history.events
+    broker = [(e["kind"], e["t_ms"], e.get("crash_kind")) for e in events
+              if e["kind"] in ("crash", "restart") and e["target"] == "broker"]
+    assert broker[:6] == [("crash", 1_630, "shutdown"), ("restart", 2_130, None), ("crash", 3_673, "shutdown"),
+                          ("restart", 4_173, None), ("crash", 11_053, "process"), ("restart", 11_553, None)]
+    reads = [(e["client_id"], e["t_ms"]) for e in events if e["kind"] == "consume" and e["group"] == "GroupB"
+             and (e["queue_topic"], e["queue_id"], e["queue_offset"]) == ("TopicA", 2, 8)]
+    assert reads == [("GroupB-1@sim", 1_651), ("GroupB-1@sim", 12_231)]
+    assert any(e["kind"] == "log" and e["t_ms"] == 1_631 and e["logger"] == "RocketmqClient@GroupB-1"
+               and "execute the pull request exception" in e["message"] and "queue_id=2)" in e["message"]
+               for e in events)
+    assert [e["t_ms"] for e in events if e["kind"] == "persist" and e["file"] == "consumerOffset.json"
+            and 1_651 < e["t_ms"] < 11_053] == [3_673]
+    monkeypatch.setattr(invariants, "_consumed_while_the_broker_was_down", lambda ix, original, again: False)
+    (violation,) = _check(result)["duplicates"]["violations"]
+    assert "consume repeated at t=12231 ms although the first one (t=1651 ms)" in violation["explanation"]
