@@ -110,6 +110,13 @@ and watching the invariant fail again.
 | 1060000588, | retry_schedule | a power failure lost %RETRY%GroupB copies its consume queue still names | excuse |
 | 1060001290 |  | (truncateDirtyLogicFiles reads only the last CQ file); a TopicA copy stored since at the | |
 |  |  | reused position was pulled through such a unit: reconsumeTimes 0 "from %RETRY%GroupB" | |
+| 1080000045, 1080000161, | duplicates | 5.3.3 async delivery: a resend pending at a graceful shutdown kept a level at its | invariant bug |
+| 1090000118 (like |  | head; the next restart came before the level was back at the units delivered before it, so | |
+| 990000012) |  | they came after a second restart and were judged by that shutdown too | |
+| 1080000179, 1090000121 | dlq_after_max_retries | a consumer restart's first rebalance read the broker's lagging offset and | excuse |
+| (like 990000012) |  | failed a copy the previous owner had already failed and sent back: two ladders | |
+| 1080000083 (like | duplicates | consumed while the broker was down; the next pull came 3 s after the exception; a | excuse |
+| 990000012) |  | shutdown before it wrote the table without the offset; a crash < 10 s after the next start lost it | |
 
 Since pulls after a broker restart wait for the client's heartbeat (as at both tags), every run with a restart
 changed: the seeds above still hold, but some no longer reach the excuse their test takes out. Those tests moved to
@@ -139,14 +146,6 @@ new witnesses that benchmarks/excuse_coverage.py found (runs that fail without t
 |  |  | its next poll: unit 19 (a #495 unit after two power failures) one poll late | |
 | 1080000086 (like 399) | no_unexpected_errors | 4.9.8: a power failure lost a copy GroupA-1 held; its local retry | 399 |
 |  |  | failed, and the broker's send-back could not look the copy up: the ERROR names the power failure | |
-
-| 1080000045, 1080000161, | duplicates | 5.3.3 async delivery: a resend pending at a graceful shutdown kept a level at its | invariant bug |
-| 1090000118 (like |  | head; the next restart came before the level was back at the units delivered before it, so | |
-| 990000012) |  | they came after a second restart and were judged by that shutdown too | |
-| 1080000179, 1090000121 | dlq_after_max_retries | a consumer restart's first rebalance read the broker's lagging offset and | excuse |
-| (like 990000012) |  | failed a copy the previous owner had already failed and sent back: two ladders | |
-| 1080000083 (like | duplicates | consumed while the broker was down; the next pull came 3 s after the exception; a | excuse |
-| 990000012) |  | shutdown before it wrote the table without the offset; a crash < 10 s after the next start lost it | |
 
 "like S": generated with S's switches likely (``excuse_coverage.py --like S``; the repro is
 explore-SEED-like-S.toml).
