@@ -912,14 +912,19 @@ def _late_by_4x_fallback(ix: _Index, events: list[dict], group: str, dead: dict,
     return None
 
 
+def _store_of_delivered_copy(events: list[dict], via: dict) -> dict | None:
+    """The SCHEDULE_TOPIC_XXXX store of the copy the level delivery ``via`` put out (None: not in the history)."""
+    return next((e for e in reversed(events) if e["kind"] == "store" and e["topic"] == SCHEDULE_TOPIC
+                 and e["seq"] < via["seq"] and e["queue_id"] == via["level"] - 1
+                 and e["queue_offset"] == via.get("schedule_queue_offset")), None)
+
+
 def _fallback_that_stored(events: list[dict], group: str, via: dict, r: int, before_seq: int) -> dict | None:
     """The producer-fallback send-back of attempt ``r`` whose SCHEDULE_TOPIC_XXXX copy ``via`` delivered: the last
     one before that copy's store, so a later fallback of a twin ladder's attempt with the same count (a level
     delivery repeated after a crash, explore seed 910000265) does not time it. The last before ``before_seq``
     when the copy's store is not in the history."""
-    made = next((e for e in reversed(events) if e["kind"] == "store" and e["topic"] == SCHEDULE_TOPIC
-                 and e["seq"] < via["seq"] and e["queue_id"] == via["level"] - 1
-                 and e["queue_offset"] == via.get("schedule_queue_offset")), None)
+    made = _store_of_delivered_copy(events, via)
     until = before_seq if made is None else made["seq"]
     return next((b for b in reversed(events) if b["kind"] == "send_back" and b["group"] == group
                  and b["seq"] < until and b.get("path") == "producer-fallback" and b["result"] == "ok"
@@ -952,9 +957,7 @@ def _dead_letter_problem(ix: _Index, events: list[dict], consumes: list[dict], g
         trigger = [c for c in failed if c["reconsume_times"] == r]
         # the attempt whose fallback stored the delivered copy: the last one before that copy's store (a level
         # delivery repeated after a crash may give the group a later attempt with the same count, explore seed 511)
-        made = next((e for e in reversed(events) if e["kind"] == "store" and e["topic"] == SCHEDULE_TOPIC
-                     and e["seq"] < via["seq"] and e["queue_id"] == via["level"] - 1
-                     and e["queue_offset"] == via.get("schedule_queue_offset")), None)
+        made = _store_of_delivered_copy(events, via)
         if made is not None:
             trigger = [c for c in trigger if c["seq"] < made["seq"]] or trigger
         # attempt ``limit`` whose broker send-back failed: the broker would have dead-lettered it; its fallback
@@ -1081,8 +1084,8 @@ CLIENT_OFFSET_PERSIST_MS = 5_000  # MQClientInstance.persistAllConsumerOffset: p
 
 
 def _forked_by_a_newcomers_rebalance(ix: _Index, events: list[dict], consumes: list[dict], again: dict) -> bool:
-    """A consumer (re)start forked the retry ladder (explore seeds 1080000179, 1090000121 like 990000012, 5.3.3): the
-    newcomer's first rebalance took a queue and read its offset from the broker (computePullFromWhere, READ_FROM_STORE,
+    """A consumer (re)start forked the retry ladder (explore seed 1090000121 like 990000012, 5.3.3; 1080000179 too
+    until a woken rebalance ran at once): the newcomer's first rebalance took a queue and read its offset from the broker (computePullFromWhere, READ_FROM_STORE,
     kept in memory), which lagged what the previous owner had consumed: its progress reaches the broker with its
     pulls' commitOffset and its 5 s persistAll, or when its own rebalance drops the queue (persist(mq)), racing the
     newcomer's read. The newcomer pulled from there (its pulls' commitOffset even set the broker back, a plain put:
@@ -1656,7 +1659,7 @@ def _consumed_while_the_broker_was_down(ix: _Index, original: dict, again: dict)
     if not any(stop["seq"] < r["seq"] and original["seq"] < r["seq"] for r in ix.restarts) or any(
             stop["seq"] < r["seq"] < original["seq"] for r in ix.restarts):
         return False  # the broker was up at the consume
-    topic, queue_id = _copy_of(original)[:2]
+    topic, queue_id = original.get("queue_topic", original["topic"]), original["queue_id"]
     failed_pulls = [e["t_ms"] for e in ix.by_kind["log"] if e["logger"] == f"RocketmqClient@{client}"
                     and stop["seq"] < e["seq"] < original["seq"]
                     and (m := PULL_EXCEPTION.match(e["message"])) and (m.group(1), int(m.group(2))) == (topic, queue_id)]

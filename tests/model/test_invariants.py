@@ -747,6 +747,35 @@ def test_dlq_4x_fallback_fails_when_its_copy_came_from_the_twin_fallback_too_soo
                  "arrived 20102 ms after its send-back", "(30000 ms)", context=ERA4)
 
 
+def _fallback_dlq_then_a_repeated_attempt_4x() -> H:
+    """4.9.8, explore seed 511: attempt 2 (the limit) fails, its broker send-back fails and the producer fallback
+    stores the DLQ-bound copy at level 5; then a crash makes level 4 deliver retry 2 again, the group fails that
+    copy too (the same count) and the broker dead-letters it at once. The level-5 copy lands in %DLQ%G one
+    level-5 delay after the fallback: judged by attempt 2 whose fallback stored it, not the later one."""
+    h = _ladder(H().send(0, A), A, 2)
+    h.consume(40_202, A, status="RECONSUME_LATER", reconsume_times=2, queue_topic="%RETRY%G", queue_offset=2)
+    h.send_back(40_202, A, 2, result="failed")
+    h.add(40_202, "send_back", group="G", msg_id=A, reconsume_times=2, delay_level=5, result="ok",
+          path="producer-fallback")
+    h.store(40_202, A, topic="SCHEDULE_TOPIC_XXXX", queue_id=4, queue_offset=0, reconsume_times=3)
+    h.crash(42_000).restart(44_000)
+    h.consume(45_000, A, status="RECONSUME_LATER", reconsume_times=2, queue_topic="%RETRY%G", queue_offset=9)
+    h.send_back(45_000, A, 2).dlq(45_000, A, 3)
+    h.deliver(100_202, A, 5, due_ms=B0 + 100_202, topic="%DLQ%G")
+    return h.dlq(100_202, A, 3)
+
+
+def test_dlq_holds_for_a_4x_fallback_judged_by_the_attempt_whose_fallback_stored_its_copy():
+    assert_holds("dlq_after_max_retries", _fallback_dlq_then_a_repeated_attempt_4x(), ERA4)
+
+
+def test_dlq_4x_fallback_without_its_copys_store_is_judged_by_the_last_attempt_with_its_count():
+    h = _fallback_dlq_then_a_repeated_attempt_4x()
+    h.events = [e for e in h.events if not (e["kind"] == "store" and e["topic"] == "SCHEDULE_TOPIC_XXXX")]
+    assert_fails("dlq_after_max_retries", h, A, "attempt 2 is not the first to reach RECONSUME_TIME >= 2",
+                 context=ERA4)
+
+
 def test_dlq_5x_fallback_is_held_to_the_rpc_rule():
     # 5.3.3 (RIP-32): '>' and DELAY=-1: the fallback of attempt 2 sends RECONSUME_TIME 3 > 2, stored at once.
     h = _ladder(H().send(0, A), A, 2)
