@@ -17,7 +17,6 @@ import random
 from collections.abc import Iterable
 
 from .invariants import GroupInfo, RunContext, check_events
-from .stats import RESUME_AFTER_BROKER_RESTART_MS
 from .spec import (
     CONSUME_SUCCESS,
     DELAY_FILE,
@@ -32,6 +31,7 @@ from .spec import (
     initial_state,
     successors,
 )
+from .stats import RESUME_AFTER_BROKER_RESTART_MS
 
 TICK_MS = 1000
 STEP_MS = 1
