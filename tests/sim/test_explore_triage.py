@@ -160,6 +160,8 @@ of the seed's run is gone with the interleaving it pinned.
 | `_forked_by_a_late_offset_fix` (a late 4.x OFFSET_ILLEGAL fix rewinds a rebalanced queue) | 990000087 |
 | `_Index.below_a_moved_pull_offset_after_a_cq_cut` | 1040000277 |
 | the store's FOUND batch at a readable, undecodable stale unit (a store fix: tests/store/test_message_store.py) | 1000000206 |
+| lateness measured from the copy a delivery read, not the message's last store (`delivery_lateness`; not searched) | 4137813379, 208 |
+| the durable end a power failure leaves read from the disk, not the flushed position (a sim fix; not searched) | 251 |
 
 "like S": generated with S's switches likely (``excuse_coverage.py --like S``; the repro is
 explore-SEED-like-S.toml).
@@ -419,8 +421,9 @@ def test_a_power_failure_soon_after_a_recovery_tears_copies_the_flushed_position
     before = run_scenario(load_scenario_file(str(REPRO / f"explore-{seed}.toml")), seed, shuffle_ties=True)
     claimed = [(e["seq"], e["commit_log_durable"]) for e in before.history.events
                if e["kind"] == "crash" and e.get("crash_kind") == "power"]
+    # the history now claims less than the flushed position did (no verdict depends on it since pulls wait for
+    # the heartbeat: listed in the docstring)
     assert any(d < c for (_, d), (_, c) in zip(flushed, claimed, strict=False))
-    assert "bounded_lateness" in _failed(before)
 
 
 def test_a_torn_level_copy_blocks_its_level_in_4x_and_costs_a_poll_in_5x():
@@ -644,39 +647,20 @@ def test_an_asynchronous_resend_after_a_backwards_step_is_not_early(monkeypatch)
 
 
 @pytest.mark.slow
-def test_a_level_behind_zeroed_units_and_a_unit_indexed_twice_after_a_power_failure(monkeypatch):
+def test_a_level_behind_zeroed_units_and_a_unit_indexed_twice_after_a_power_failure():
     """Triaged from the open findings: the power failure left level 5's queue with zeroed units (each file of them
     cost a poll that delivered nothing) and a unit indexed twice, delivered again after the message was stored
     at level 6 (the same copy, not a late one)."""
-    import model.invariants as invariants
 
     result = _run_file("explore-4137813379", 4137813379)
-    assert not _failed(result)
-    with monkeypatch.context() as m:
-        m.setattr(invariants, "_unmarked_file_starts", lambda ix, ctx: {})
-        assert "bounded_lateness" in _check(result)
-    _measured_from_the_last_store(monkeypatch, result)
-    assert "bounded_lateness" in _check(result)
-
-
-def _measured_from_the_last_store(monkeypatch, result) -> None:
-    """Put back the old lateness: each delivery measured from the message's last scheduled store."""
-    import model.invariants as invariants
-    import model.stats as stats
-
-    events = result.history.events
-    last_store_only = [dict(e, due_ms=-1) if e["kind"] == "store" and "due_ms" in e else e for e in events]
-    assert len(stats.delivery_lateness(last_store_only)) == len(stats.delivery_lateness(events))
-    monkeypatch.setattr(invariants, "delivery_lateness", lambda evs: stats.delivery_lateness(last_store_only))
+    assert not _failed(result)  # its run no longer leans on either rule: 1070000135 shows the first
 
 
 @pytest.mark.slow
-def test_a_unit_indexed_twice_after_power_failures_is_delivered_again_not_late(monkeypatch):
+def test_a_unit_indexed_twice_after_power_failures_is_delivered_again_not_late():
     """Triaged from the open findings (seed 208, three power failures): the same cause as 4137813379's second."""
     result = _run_file("explore-208-combos", 208)
-    assert not _failed(result)
-    _measured_from_the_last_store(monkeypatch, result)
-    assert "bounded_lateness" in _check(result)
+    assert not _failed(result)  # its run no longer measures a repeated delivery (listed in the docstring)
 
 
 def test_copies_below_a_lowered_delay_offset_are_skipped(monkeypatch):
@@ -882,6 +866,9 @@ def test_polls_at_zeroed_files_delay_copies_of_later_polls_too(monkeypatch):
     assert sorted({e["t_ms"] for e in level_4}) == [79_775, 79_875, 79_975, 80_075, 80_275, 80_375, 80_475, 80_575]
     starts = invariants._unmarked_file_starts(_Index(events), context_of(result.world, events))
     assert starts.get((4, 80_275)) == 1
+    with monkeypatch.context() as m:  # no poll counted for the zeroed file at all (seed 4137813379's rule)
+        m.setattr(invariants, "_unmarked_file_starts", lambda ix, ctx: {})
+        assert "bounded_lateness" in _check(result)
     monkeypatch.setattr(invariants, "_unmarked_file_start_polls", lambda ix, ctx: {})
     late = {v["msg_id"]: v["explanation"] for v in _check(result)["bounded_lateness"]["violations"]}
     # without the empty poll: the copies of the poll right after it (80-89, the rule before) and 90-115
