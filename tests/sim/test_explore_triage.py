@@ -651,7 +651,6 @@ def test_a_level_behind_zeroed_units_and_a_unit_indexed_twice_after_a_power_fail
     """Triaged from the open findings: the power failure left level 5's queue with zeroed units (each file of them
     cost a poll that delivered nothing) and a unit indexed twice, delivered again after the message was stored
     at level 6 (the same copy, not a late one)."""
-
     result = _run_file("explore-4137813379", 4137813379)
     assert not _failed(result)  # its run no longer leans on either rule: 1070000135 shows the first
 
