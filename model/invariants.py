@@ -274,8 +274,10 @@ class _Index:
                    and d.get("schedule_queue_offset") == unit for d in events if d["kind"] == "deliver"):
                 continue
             first = next((d for d in self.by_kind["deliver"] if d["seq"] > stop["seq"] and d["level"] == level), None)
-            if first is None or first.get("schedule_queue_offset", -1) <= unit:
-                continue
+            if first is None or first.get("schedule_queue_offset", -1) <= unit or any(
+                    lv == level and stop["seq"] < seq < first["seq"]
+                    for lv, _, _, seq in self.delay_offsets_lowered_from):
+                continue  # corrected again at the restart: skipped_by_a_lowered_delay_offset's case
             for lowered_level, stale, to, seq in self.delay_offsets_lowered_from:
                 if (lowered_level == level and seq < e["seq"] and to <= unit < stale
                         and not any(seq < c["seq"] < stop["seq"] for c in self.broker_crashes)
