@@ -1125,3 +1125,38 @@ def test_copies_below_a_delay_offset_corrected_only_in_memory_are_skipped(monkey
     failed = _check(result)
     assert set(failed) == {"no_loss"}
     assert {v["msg_id"] for v in failed["no_loss"]["violations"]} == stored
+
+
+def test_a_copy_below_a_delay_offset_a_cut_shutdown_persist_left_stale_is_skipped(monkeypatch):
+    """Triaged from generated runs with the explorer's combinations (seed 1070000672, 4.9.8, a store rollback and
+    a crash before a delayOffset.json write): delayOffset.json held level 1 (1 s) at 103. The rollback at 42.694 s
+    cut the level's queue back to 102 units; the restart at 43.194 s lowered 103 to 102 in memory only (both of
+    4.9.8's loads log it). A copy went to unit 102 at 43.2 s (due 44.2 s); the graceful shutdown at 43.344 s
+    crashed in its delayOffset.json write, so the file still said 103, and the queue's max offset was 103 at the
+    restart at 43.844 s: nothing corrected it, the level resumed at 103 and never read 102, RocketMQ's loss."""
+    import model.invariants as invariants
+
+    result = _run_file("explore-1070000672-combos", 1070000672)
+    assert not _failed(result)
+    events = result.history.events
+    broker = [(e["kind"], e["t_ms"], e.get("crash_kind")) for e in events
+              if e["kind"] in ("crash", "restart") and e["target"] == "broker"]
+    assert broker[:4] == [("crash", 42_694, "process"), ("restart", 43_194, None), ("crash", 43_344, "shutdown"),
+                          ("restart", 43_844, None)]
+    assert any(e["kind"] == "fault" and e["t_ms"] == 43_344 and e["site"] == "persist.delayOffset.json"
+               and e["action"] == "crash during shutdown" for e in events)
+    lowered = {(e["t_ms"], e["message"].rsplit(": ", 1)[1]) for e in events
+               if e["kind"] == "log" and "correct delay offset" in e["message"]}
+    assert lowered == {(43_194, "correct delay offset from 103 to 102")}
+    assert not any(e["kind"] == "persist" and e["file"] == "delayOffset.json" and 43_194 <= e["t_ms"] <= 43_844
+                   for e in events)
+    (copy,) = [e for e in events if e["kind"] == "store" and e["topic"] == "SCHEDULE_TOPIC_XXXX"
+               and e["queue_id"] == 0 and 43_194 < e["t_ms"] < 43_344]
+    assert copy["queue_offset"] == 102 and not any(e["kind"] == "deliver" and e["msg_id"] == copy["msg_id"]
+                                                   for e in events)
+    first = next(e for e in events if e["kind"] == "deliver" and e["level"] == 1 and e["t_ms"] > 43_844)
+    assert first["schedule_queue_offset"] == 103
+    monkeypatch.setattr(invariants._Index, "skipped_by_a_reloaded_delay_offset", lambda self, m, after_seq=-1: False)
+    failed = _check(result)
+    assert set(failed) == {"no_loss"}
+    assert {v["msg_id"] for v in failed["no_loss"]["violations"]} == {copy["msg_id"]}
