@@ -135,6 +135,40 @@ def test_no_loss_holds_for_a_copy_below_a_delay_offset_a_restart_lowered():
         assert_fails("no_loss", h, A, "neither consumed it successfully nor dead-lettered")
 
 
+def _skipped_by_a_reloaded_delay_offset(corrected: str = "100 to 40", persisted: bool = False,
+                                        stop: str = "process", next_unit: int = 100,
+                                        persist_crashed: bool = False) -> H:
+    # Seed 1070000650: a cut left level 3's queue behind delayOffset.json's 100; the restart lowered it to 40 in
+    # memory only, A's copy was stored at 50, and a crash before the first persist (10 s after the start) left
+    # 100 in the file; by the next restart the queue had grown past 100, so nothing corrected it.
+    h = H().crash(0, crash_kind="power").restart(2000)
+    h.add(2000, "log", level="ERROR", logger="ScheduleMessageService", fault_site="power_failure",
+          message=f"schedule CQ offset invalid, level 3: correct delay offset from {corrected}")
+    h.send(3000, A, level=3).store(3000, A, topic="SCHEDULE_TOPIC_XXXX", queue_id=2, queue_offset=50)
+    h.send(3100, M2, level=3).store(3100, M2, topic="SCHEDULE_TOPIC_XXXX", queue_id=2, queue_offset=next_unit)
+    if persisted:
+        h.add(4000, "persist", file="delayOffset.json")
+    h.crash(5000, crash_kind=stop)
+    if persist_crashed:  # seed 1070000672: the graceful shutdown's delayOffset.json write was cut short
+        h.add(5000, "fault", site="persist.delayOffset.json", action="crash during shutdown")
+    h.restart(7000)
+    h.deliver(13_100, M2, 3, B0 + 13_100, sq_offset=next_unit).store(13_100, M2).consume(13_110, M2)
+    return h.drain(20_000)
+
+
+def test_no_loss_holds_for_a_copy_below_a_corrected_delay_offset_a_crash_reloaded():
+    assert_holds("no_loss", _skipped_by_a_reloaded_delay_offset())
+    assert_holds("no_loss", _skipped_by_a_reloaded_delay_offset(stop="shutdown", persist_crashed=True))
+    # the unit at or past the stale offset, or lowered to past it; a persist after the correction; a graceful
+    # shutdown (stop() persists); the level resuming at the unit itself: no excuse
+    for h in (_skipped_by_a_reloaded_delay_offset(corrected="50 to 40"),
+              _skipped_by_a_reloaded_delay_offset(corrected="100 to 51"),
+              _skipped_by_a_reloaded_delay_offset(persisted=True),
+              _skipped_by_a_reloaded_delay_offset(stop="shutdown"),
+              _skipped_by_a_reloaded_delay_offset(next_unit=50)):
+        assert_fails("no_loss", h, A, "neither consumed it successfully nor dead-lettered")
+
+
 def _skipped_behind_a_failed_async_put(fault_detail: str = "T", delivered_first: bool = False,
                                        next_unit: int = 34) -> H:
     # Seed 900000578 (5.3.3, asynchronous delivery): A's level-3 unit 33 was due, its put failed, and the level's

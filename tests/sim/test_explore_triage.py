@@ -1089,3 +1089,74 @@ def test_a_consume_made_while_the_broker_was_down_is_lost_with_the_table_of_a_cr
     monkeypatch.setattr(invariants, "_consumed_while_the_broker_was_down", lambda ix, original, again: False)
     (violation,) = _check(result)["duplicates"]["violations"]
     assert "consume repeated at t=12231 ms although the first one (t=1651 ms)" in violation["explanation"]
+
+
+def test_copies_below_a_delay_offset_corrected_only_in_memory_are_skipped(monkeypatch):
+    """Triaged from generated runs with the explorer's combinations (seed 1070000650, 5.3.3, cq truncations and a
+    store rollback): delayOffset.json held level 2 (5 s) at 175 from the persist at 40 s. The rollback at 43.388 s
+    cut the level's queue back to 167 units; the restart at 45.388 s lowered 175 to 167 in memory only
+    (correctDelayOffset). Copies went to 167-174 (from 45.6 s); the level delivered 167-172, and the crash at
+    51.601 s came 6.2 s after the restart, before its first persist (10 s after the start), so the file still
+    said 175. By the restart at 53.601 s the queue had grown past 175, so nothing corrected it: the level resumed
+    at 175 and never read 173-174, RocketMQ's loss (the near miss of 1070000756, whose second restart lowered
+    the offset again)."""
+    import model.invariants as invariants
+
+    result = _run_file("explore-1070000650-combos", 1070000650)
+    assert not _failed(result)
+    events = result.history.events
+    broker = [(e["kind"], e["t_ms"], e.get("site")) for e in events
+              if e["kind"] in ("crash", "restart") and e["target"] == "broker"]
+    assert broker == [("crash", 40_187, "cq_truncation"), ("restart", 42_187, None),
+                      ("crash", 43_388, "store_rollback"), ("restart", 45_388, None),
+                      ("crash", 51_601, "cq_truncation"), ("restart", 53_601, None)]
+    lowered = {(e["t_ms"], e["message"].rsplit(": ", 1)[1]) for e in events
+               if e["kind"] == "log" and "correct delay offset" in e["message"]}
+    assert lowered == {(45_388, "correct delay offset from 175 to 167")}
+    assert not any(e["kind"] == "persist" and e["file"] == "delayOffset.json" and 40_000 < e["t_ms"] < 53_601
+                   for e in events)
+    units = [e["schedule_queue_offset"] for e in events if e["kind"] == "deliver" and e["level"] == 2
+             and 45_388 < e["t_ms"] < 55_000]
+    assert units[:7] == [167, 168, 169, 170, 171, 172, 175]
+    stored = {e["msg_id"] for e in events if e["kind"] == "store" and e["topic"] == "SCHEDULE_TOPIC_XXXX"
+              and e["queue_id"] == 1 and e["queue_offset"] in (173, 174) and 45_388 < e["t_ms"] < 51_601}
+    assert len(stored) == 2 and not any(e["kind"] == "deliver" and e["msg_id"] in stored for e in events)
+    monkeypatch.setattr(invariants._Index, "skipped_by_a_reloaded_delay_offset", lambda self, m, after_seq=-1: False)
+    failed = _check(result)
+    assert set(failed) == {"no_loss"}
+    assert {v["msg_id"] for v in failed["no_loss"]["violations"]} == stored
+
+
+def test_a_copy_below_a_delay_offset_a_cut_shutdown_persist_left_stale_is_skipped(monkeypatch):
+    """Triaged from generated runs with the explorer's combinations (seed 1070000672, 4.9.8, a store rollback and
+    a crash before a delayOffset.json write): delayOffset.json held level 1 (1 s) at 103. The rollback at 42.694 s
+    cut the level's queue back to 102 units; the restart at 43.194 s lowered 103 to 102 in memory only (both of
+    4.9.8's loads log it). A copy went to unit 102 at 43.2 s (due 44.2 s); the graceful shutdown at 43.344 s
+    crashed in its delayOffset.json write, so the file still said 103, and the queue's max offset was 103 at the
+    restart at 43.844 s: nothing corrected it, the level resumed at 103 and never read 102, RocketMQ's loss."""
+    import model.invariants as invariants
+
+    result = _run_file("explore-1070000672-combos", 1070000672)
+    assert not _failed(result)
+    events = result.history.events
+    broker = [(e["kind"], e["t_ms"], e.get("crash_kind")) for e in events
+              if e["kind"] in ("crash", "restart") and e["target"] == "broker"]
+    assert broker[:4] == [("crash", 42_694, "process"), ("restart", 43_194, None), ("crash", 43_344, "shutdown"),
+                          ("restart", 43_844, None)]
+    assert any(e["kind"] == "fault" and e["t_ms"] == 43_344 and e["site"] == "persist.delayOffset.json"
+               and e["action"] == "crash during shutdown" for e in events)
+    lowered = {(e["t_ms"], e["message"].rsplit(": ", 1)[1]) for e in events
+               if e["kind"] == "log" and "correct delay offset" in e["message"]}
+    assert lowered == {(43_194, "correct delay offset from 103 to 102")}
+    assert not any(e["kind"] == "persist" and e["file"] == "delayOffset.json" and 43_194 <= e["t_ms"] <= 43_844
+                   for e in events)
+    (copy,) = [e for e in events if e["kind"] == "store" and e["topic"] == "SCHEDULE_TOPIC_XXXX"
+               and e["queue_id"] == 0 and 43_194 < e["t_ms"] < 43_344]
+    assert copy["queue_offset"] == 102 and not any(e["kind"] == "deliver" and e["msg_id"] == copy["msg_id"]
+                                                   for e in events)
+    first = next(e for e in events if e["kind"] == "deliver" and e["level"] == 1 and e["t_ms"] > 43_844)
+    assert first["schedule_queue_offset"] == 103
+    monkeypatch.setattr(invariants._Index, "skipped_by_a_reloaded_delay_offset", lambda self, m, after_seq=-1: False)
+    failed = _check(result)
+    assert set(failed) == {"no_loss"}
+    assert {v["msg_id"] for v in failed["no_loss"]["violations"]} == {copy["msg_id"]}
