@@ -32,6 +32,7 @@ from .topics import DLQ_PREFIX, RETRY_PREFIX, SCHEDULE_TOPIC, TIMER_TOPIC
 
 LEVEL_POLL_MS = 100  # ScheduleMessageService.DELAY_FOR_A_WHILE
 TIMER_GAVE_UP = re.compile(r"Message processing failed after (\d+) retries\. Msg: (\S+)")
+TIMER_CHAIN_LOOP = re.compile(r"timer log chain of slot (-?\d+) loops at (-?\d+): dequeue stuck")
 LEVEL_UNIT_ERROR = re.compile(r"ScheduleMessageService, messageTimeup execute error, level (\d+) offset=(\d+)")
 DELAY_OFFSET_CORRECTED = re.compile(r"schedule CQ offset invalid, level (\d+): correct delay offset from (\d+) to (\d+)")
 PULL_OFFSET_ILLEGAL = re.compile(r"the pull request offset illegal, MessageQueue\(topic='([^']+)', broker_name='[^']*', "
@@ -378,6 +379,7 @@ class _Index:
                 or self.skipped_by_a_lowered_delay_offset(msg_id, after_seq)
                 or self.skipped_by_a_reloaded_delay_offset(msg_id, after_seq)
                 or self.skipped_behind_a_failed_async_put(msg_id, after_seq)
+                or self.stalled_by_a_looping_timer_chain(msg_id, after_seq)
                 or (self.timer_gives_up and self.timer_gave_up.get(msg_id, -1) > after_seq)
                 or self.behind_a_restarted_timer_read_time(msg_id, after_seq)
                 or self.behind_a_broken_level_unit(msg_id, after_seq)
@@ -449,6 +451,32 @@ class _Index:
                    and e["client_id"] == attempt["client_id"] and e["queue_topic"] == attempt["queue_topic"]
                    and e["queue_id"] == attempt["queue_id"] and e["queue_offset"] == attempt["queue_offset"]
                    for e in self.by_msg.get(attempt["msg_id"], []) if e["kind"] == "local_retry_dropped")
+
+    @cached_property
+    def timer_chain_stalls(self) -> list[tuple[int, int, int | None]]:
+        """(slot_ms, seq of the stall, seq of the broker's next crash or None) for each timer dequeue stalled on a
+        slot chain that links back to itself, after a power failure (only stale wheel references make one)."""
+        stalls = []
+        for e in self.by_kind["log"]:
+            m = TIMER_CHAIN_LOOP.match(e["message"]) if e["logger"] == "TimerMessageStore" else None
+            if m is None or not any(c["seq"] < e["seq"] for c in self.power_crashes):
+                continue
+            end = next((c["seq"] for c in self.broker_crashes if c["seq"] > e["seq"]), None)
+            stalls.append((int(m.group(1)), e["seq"], end))
+        return stalls
+
+    def stalled_by_a_looping_timer_chain(self, msg_id: str, after_seq: int = -1) -> bool:
+        """Seed 1070000255 (5.x timer): a restart after a process crash relinks the wheel from timer-log units
+        still only in the page cache and its first flush round forces the wheel and timercheck (the log has
+        nothing new to force: truncateDirtyFiles set its flushed position); a power failure then cuts the log
+        below those slots' positions, checkPhyPos finds no first position below the cut, and the next unit put
+        in such a slot (re-enqueued or new) may land on its stale lastPos with prevPos = itself. The dequeue
+        thread walks that chain for ever (TimerMessageStore.dequeue, ``while (currOffsetPy != -1)``): nothing
+        due in that slot or later comes out until the broker stops. Covers timer-topic copies due at or after the
+        stalled slot stored before the stall, and any timer-topic copy stored after it while that broker ran."""
+        return any(e["topic"] == TIMER_TOPIC and (end is None or e["seq"] < end)
+                   and (e["seq"] > stall or e.get("timer_out_ms", -1) >= slot_ms)
+                   for e in self._stores(msg_id, after_seq) for slot_ms, stall, end in self.timer_chain_stalls)
 
     def _stores(self, msg_id: str, after_seq: int) -> list[dict]:
         return [e for e in self.by_msg.get(msg_id, []) if e["kind"] == "store" and e["seq"] > after_seq]
