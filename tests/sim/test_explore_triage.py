@@ -1165,3 +1165,30 @@ def test_a_copy_below_a_delay_offset_a_cut_shutdown_persist_left_stale_is_skippe
     failed = _check(result)
     assert set(failed) == {"no_loss"}
     assert {v["msg_id"] for v in failed["no_loss"]["violations"]} == {copy["msg_id"]}
+
+
+def test_timer_copies_behind_a_slot_chain_a_power_failure_made_loop(monkeypatch):
+    """Seed 1070000255 (combos, 5.3.3, broadcasting GroupA): a process crash at 51.303 s left timer-log units
+    8840..9204 in the page cache only; the restart at 52.303 s relinked slot 59.000 s to them and its first flush
+    round forced the wheel (the log had nothing new to force). The power failure 69 ms later cut the log to 8840;
+    the re-enqueued unit landed on the slot's stale lastPos 9152 and pointed at itself: the dequeue walks that
+    chain for ever, so every timer copy due at 59 s or later never came out. RocketMQ's (TimerMessageStore's
+    ``while (currOffsetPy != -1)``), not the broadcasting consumer's local offsets."""
+    import model.invariants as invariants
+
+    result = _run_file("explore-1070000255-combos", 1070000255)
+    assert not _failed(result)
+    events = result.history.events
+    broker = [(e["kind"], e["t_ms"], e.get("crash_kind")) for e in events
+              if e["kind"] in ("crash", "restart") and e["target"] == "broker"]
+    assert broker[-4:] == [("crash", 51_303, "process"), ("restart", 52_303, None), ("crash", 52_372, "power"),
+                          ("restart", 53_372, None)]
+    (stall,) = [e for e in events if e["kind"] == "log" and e["logger"] == "TimerMessageStore"
+                and e["message"] == "timer log chain of slot 1700000059000 loops at 9152: dequeue stuck"]
+    assert stall["fault_site"] == "power_failure"
+    assert not [e for e in events if e["kind"] == "deliver" and e["seq"] > stall["seq"] and e["level"] == "timer"]
+    monkeypatch.setattr(invariants._Index, "stalled_by_a_looping_timer_chain", lambda ix, msg_id, after_seq=-1: False)
+    found = _check(result)["no_loss"]["violations"]
+    assert len(found) == 34 and {v["group"] for v in found} == {"GroupA", "GroupB"}
+    assert all(v["events"][-1]["topic"] == "rmq_sys_wheel_timer" for v in found)
+    assert any("broadcasting instance(s) GroupA-0@sim of GroupA never received it" in v["explanation"] for v in found)
