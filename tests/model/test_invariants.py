@@ -1598,3 +1598,40 @@ def test_redelivery_fails_for_an_id_less_attempt_without_a_tear_or_a_way_back():
         assert_fails("at_least_once_redelivery", h, x1, "attempt 1", "never delivered to G again", context=c)
     h, _x1, x2 = _torn_copy_comes_back(dead=False)  # the id-less copy's last attempt failed and nothing came after
     assert_fails("at_least_once_redelivery", h, x2, "attempt 2", "never delivered to G again", context=c)
+
+
+def _stalled_timer_chain(stored_t: int, timer_out_ms: int, power: bool = True, later_crash_t: int | None = None,
+                         topic: str = "rmq_sys_wheel_timer") -> H:
+    """A timer copy stored at ``stored_t``; a broker crash (a power failure unless told) at 1000, the restart, the
+    timer dequeue stalled on slot B0 + 9000 at 9000 (seed 1070000255); optionally a later broker crash."""
+    h = H().crash(1000, crash_kind="power" if power else "process").restart(2000)
+    if stored_t > 9000:
+        h.add(9000, "log", level="ERROR", logger="TimerMessageStore", fault_site="power_failure",
+              message=f"timer log chain of slot {B0 + 9000} loops at 9152: dequeue stuck")
+    if later_crash_t is not None and later_crash_t < stored_t:
+        h.crash(later_crash_t).restart(later_crash_t + 500)
+    h.send(stored_t, A).store(stored_t, A, topic=topic)
+    h.events[-1]["timer_out_ms"] = timer_out_ms
+    if stored_t <= 9000:
+        h.add(9000, "log", level="ERROR", logger="TimerMessageStore", fault_site="power_failure",
+              message=f"timer log chain of slot {B0 + 9000} loops at 9152: dequeue stuck")
+    return h
+
+
+def test_no_loss_holds_for_timer_copies_behind_a_looping_slot_chain_after_a_power_failure():
+    # Stored before the stall and due in the stalled slot or later; or stored after it while that broker ran.
+    assert verdict("no_loss", _stalled_timer_chain(3000, B0 + 9000).drain())["holds"]
+    assert verdict("no_loss", _stalled_timer_chain(3000, B0 + 12_000).drain())["holds"]
+    assert verdict("no_loss", _stalled_timer_chain(9500, B0 + 8000).drain())["holds"]
+
+
+def test_no_loss_fails_for_timer_copies_a_looping_slot_chain_does_not_hold_back():
+    lost = "neither consumed it successfully nor dead-lettered"
+    # due in an earlier slot (the dequeue had passed it), stored before the stall
+    assert_fails("no_loss", _stalled_timer_chain(3000, B0 + 8000).drain(), A, lost)
+    # no power failure before the stall: nothing in the history explains a looping chain
+    assert_fails("no_loss", _stalled_timer_chain(3000, B0 + 9000, power=False).drain(), A, lost)
+    # stored after the stalled broker crashed: the new process dequeues again
+    assert_fails("no_loss", _stalled_timer_chain(9800, B0 + 12_000, later_crash_t=9500).drain(), A, lost)
+    # not a timer-topic copy
+    assert_fails("no_loss", _stalled_timer_chain(3000, B0 + 9000, topic="T").drain(), A, lost)
