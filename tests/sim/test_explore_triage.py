@@ -1192,3 +1192,35 @@ def test_timer_copies_behind_a_slot_chain_a_power_failure_made_loop(monkeypatch)
     assert len(found) == 34 and {v["group"] for v in found} == {"GroupA", "GroupB"}
     assert all(v["events"][-1]["topic"] == "rmq_sys_wheel_timer" for v in found)
     assert any("broadcasting instance(s) GroupA-0@sim of GroupA never received it" in v["explanation"] for v in found)
+
+
+def test_level_copies_skipped_when_a_crash_before_the_first_persist_reloads_a_lowered_offset(monkeypatch):
+    """Seed 1070000724 (combos, 4.9.8, broadcasting GroupA): the restart at 43.929 s after a store rollback lowered
+    level 2's offset 87 (today's delayOffset.json) to the rolled-back queue's max 80, in memory only; copies went
+    into level 2 at 80-88 (44.0-47.2 s); the cq-truncation crash at 47.522 s came before the level's first persist
+    (10 s after the start), so the restart at 49.522 s reloaded 87, now within the queue, and the level never read
+    80-86. RocketMQ's (ScheduleMessageService.load/correctDelayOffset), not the consumer's local offsets: the same
+    cause as 1070000650 (``skipped_by_a_reloaded_delay_offset``), here on 4.9.8 with a cq-truncation crash."""
+    import model.invariants as invariants
+
+    result = _run_file("explore-1070000724-combos", 1070000724)
+    assert not _failed(result)
+    events = result.history.events
+    broker = [(e["kind"], e["t_ms"], e.get("site")) for e in events
+              if e["kind"] in ("crash", "restart") and e["target"] == "broker"]
+    assert broker[:4] == [("crash", 41_929, "store_rollback"), ("restart", 43_929, None),
+                          ("crash", 47_522, "cq_truncation"), ("restart", 49_522, None)]
+    assert {e["message"] for e in events if e["kind"] == "log" and e["logger"] == "ScheduleMessageService"
+            and "correct delay offset" in e["message"]} == {
+        "schedule CQ offset invalid, level 2: correct delay offset from 87 to 80"}
+    assert not [e for e in events if e["kind"] == "persist" and e["file"] == "delayOffset.json"
+                and 43_929 <= e["t_ms"] <= 47_522]
+    units = sorted(e["queue_offset"] for e in events if e["kind"] == "store" and e["topic"] == "SCHEDULE_TOPIC_XXXX"
+                   and e["queue_id"] == 1 and 43_929 < e["t_ms"] < 47_522)
+    assert units == list(range(80, 89))  # 87 and 88 come out after the reload
+    assert min(e["schedule_queue_offset"] for e in events if e["kind"] == "deliver" and e["level"] == 2
+               and e["t_ms"] > 43_929) == 87
+    monkeypatch.setattr(invariants._Index, "skipped_by_a_reloaded_delay_offset", lambda ix, msg_id, after_seq=-1: False)
+    found = _check(result)["no_loss"]["violations"]
+    assert len(found) == 7 and {v["events"][-1]["queue_offset"] for v in found} == set(range(80, 87))
+    assert all("broadcasting instance(s) GroupA-0@sim of GroupA never received it" in v["explanation"] for v in found)
