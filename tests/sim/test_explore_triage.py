@@ -122,6 +122,11 @@ and watching the invariant fail again.
 |  |  | queue had grown past 175, so no correction: the level resumed at 175, skipping 173-174 | |
 | 1070000672 (combos) | no_loss | 4.9.8: the same, 103 -> 102, copy at 102; the graceful shutdown 150 ms after the | excuse |
 |  |  | restart crashed in its delayOffset.json write; the level resumed at 103 | |
+| 1070000255 (combos) | no_loss | 5.3.3: a process crash left timer-log bytes in the page cache; the restart flushed | excuse |
+|  |  | the wheel relinked over them; a power failure cut the log; a new unit's prevPos is itself and the | |
+|  |  | dequeue walks that slot's chain for ever: no timer copy due from that slot on comes out | |
+| 1070000724 (combos) | no_loss | 4.9.8: correctDelayOffset lowered 87 -> 80 in memory only; a crash before the first | excuse |
+|  |  | persist; the restart reloaded 87 (1070000650's cause) | |
 
 Since pulls after a broker restart wait for the client's heartbeat (as at both tags), every run with a restart
 changed: the seeds above still hold, but some no longer reach the excuse their test takes out. Those tests moved to
