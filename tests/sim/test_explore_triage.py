@@ -230,6 +230,12 @@ def test_triaged_generated_scenario_holds(seed):
     assert not vacuous, vacuous
 
 
+def _broker_stops_and_starts(events: list[dict]) -> list[tuple[str, int, str | None]]:
+    """(kind, t_ms, crash_kind) of the broker's crashes, shutdowns and restarts, in order."""
+    return [(e["kind"], e["t_ms"], e.get("crash_kind")) for e in events
+            if e["kind"] in ("crash", "restart") and e["target"] == "broker"]
+
+
 def _check(result, events=None, **ctx_changes) -> dict:
     events = result.history.events if events is None else events
     ctx = dataclasses.replace(context_of(result.world, events), **ctx_changes)
@@ -1084,8 +1090,7 @@ def test_a_consume_made_while_the_broker_was_down_is_lost_with_the_table_of_a_cr
     result = _run_file("explore-1080000083-like-990000012", 1080000083)
     assert not _failed(result)
     events = result.history.events
-    broker = [(e["kind"], e["t_ms"], e.get("crash_kind")) for e in events
-              if e["kind"] in ("crash", "restart") and e["target"] == "broker"]
+    broker = _broker_stops_and_starts(events)
     assert broker[:6] == [("crash", 1_630, "shutdown"), ("restart", 2_130, None), ("crash", 3_673, "shutdown"),
                           ("restart", 4_173, None), ("crash", 11_053, "process"), ("restart", 11_553, None)]
     reads = [(e["client_id"], e["t_ms"]) for e in events if e["kind"] == "consume" and e["group"] == "GroupB"
@@ -1149,8 +1154,7 @@ def test_a_copy_below_a_delay_offset_a_cut_shutdown_persist_left_stale_is_skippe
     result = _run_file("explore-1070000672-combos", 1070000672)
     assert not _failed(result)
     events = result.history.events
-    broker = [(e["kind"], e["t_ms"], e.get("crash_kind")) for e in events
-              if e["kind"] in ("crash", "restart") and e["target"] == "broker"]
+    broker = _broker_stops_and_starts(events)
     assert broker[:4] == [("crash", 42_694, "process"), ("restart", 43_194, None), ("crash", 43_344, "shutdown"),
                           ("restart", 43_844, None)]
     assert any(e["kind"] == "fault" and e["t_ms"] == 43_344 and e["site"] == "persist.delayOffset.json"
@@ -1184,8 +1188,7 @@ def test_timer_copies_behind_a_slot_chain_a_power_failure_made_loop(monkeypatch)
     result = _run_file("explore-1070000255-combos", 1070000255)
     assert not _failed(result)
     events = result.history.events
-    broker = [(e["kind"], e["t_ms"], e.get("crash_kind")) for e in events
-              if e["kind"] in ("crash", "restart") and e["target"] == "broker"]
+    broker = _broker_stops_and_starts(events)
     assert broker[-4:] == [("crash", 51_303, "process"), ("restart", 52_303, None), ("crash", 52_372, "power"),
                           ("restart", 53_372, None)]
     (stall,) = [e for e in events if e["kind"] == "log" and e["logger"] == "TimerMessageStore"
