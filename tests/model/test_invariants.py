@@ -285,6 +285,15 @@ def test_no_loss_fails_below_a_committed_offset_without_a_rollback_or_at_or_past
     assert_fails("no_loss", h.drain(10_000), A, "neither consumed it successfully nor dead-lettered")
 
 
+def _groups_g_and_h() -> H:
+    """A history whose groups G (G-0) and H (H-0) both take T (two groups: a rule for one must not cover the other)."""
+    h = H()
+    for owner, group in (("G-0", "G"), ("H-0", "H")):
+        h.add(0, "consumer_start", group=group, client_id=f"{owner}@sim", topic="T", subscription="*",
+              model="CLUSTERING", max_reconsume_times=2)
+    return h
+
+
 def _pull_offset_moved_then(h: H, crash_t: int | None, line_t: int, client: str, moved: str) -> H:
     """The end of the moved-pull-offset histories: an optional crash, the client's OFFSET_ILLEGAL WARN line
     (``moved``: "from -> to") at ``line_t``, the drain."""
@@ -300,10 +309,7 @@ def _moved_pull_offset(cut: bool = True, line_t: int = 3500, moved: str = "9 -> 
                        client: str = "G-0", crash_t: int | None = None, failed_first: bool = False) -> H:
     """Explore seed 910000238: G-0 had pulled to 9 when a rollback cut the queue back to 4; after the restart A
     is stored at 4, and G-0's next pull (past the end) is moved to the max offset, 5: A lies below it."""
-    h = H()
-    for owner, group in (("G-0", "G"), ("H-0", "H")):
-        h.add(0, "consumer_start", group=group, client_id=f"{owner}@sim", topic="T", subscription="*",
-              model="CLUSTERING", max_reconsume_times=2)
+    h = _groups_g_and_h()
     if failed_first:  # a failed attempt whose retry copy is A's copy stored after the restart
         h.send(0, A).store(0, A).consume(50, A, status="RECONSUME_LATER").send_back(50, A, 0)
     if cut:
@@ -336,10 +342,7 @@ def _cq_cut_moved_pull_offset(cut: bool = True, reached: int = 9, to_offset: int
     """Explore seed 1040000277: G had reached 9 when a CQ truncation cut the queue's units 4-8 and crashed the
     broker; recovery rebuilt two units, so A is stored at 5 after the restart, and G-0's next pull (past the
     end) is moved to the max offset, 7: A lies below it."""
-    h = H()
-    for owner, group in (("G-0", "G"), ("H-0", "H")):
-        h.add(0, "consumer_start", group=group, client_id=f"{owner}@sim", topic="T", subscription="*",
-              model="CLUSTERING", max_reconsume_times=2)
+    h = _groups_g_and_h()
     h.commit(500, reached)
     if cut:
         h.add(1000, "crash", target="broker", crash_kind="process", site="cq_truncation")
@@ -875,10 +878,7 @@ def _ladder_forked_by_a_rebalance(repeat_offset: int = 1, repeat_sent_back: str 
     again from there: #1 is consumed again (same count) and sent back again. Two ladders: one reaches the DLQ, the
     other's retry 2 comes after it. ``committed``: an offset the group committed between the two reads; ``drop``:
     the (client, topic, queue id) of the "processQueue is dropped" WARN between the reads (None: no such line)."""
-    h = H()
-    for owner, group in (("G-0", "G"), ("H-0", "H")):
-        h.add(0, "consumer_start", group=group, client_id=f"{owner}@sim", topic="T", subscription="*",
-              model="CLUSTERING", max_reconsume_times=2)
+    h = _groups_g_and_h()
     h = _ladder(h.send(0, A), A, 1)
     h.consume(10_102, A, status="RECONSUME_LATER", reconsume_times=1, queue_topic="%RETRY%G", queue_offset=1)
     h.send_back(10_102, A, 1)
@@ -971,10 +971,7 @@ def _forked_by_a_late_offset_fix(fix_t: int = 20_000, fixed_to: int = 1, client:
     """Explore seed 990000087 (4.9.8): retry 1 (%RETRY%G #1) failed and was sent back; a delayed OFFSET_ILLEGAL fix
     of an older pull put G back to ``fixed_to``, so #1 was consumed again and sent back again: two ladders. The
     first one's retry 2 (#2) is dead-lettered; the second one's (#3) comes after it."""
-    h = H()
-    for owner, group in (("G-0", "G"), ("H-0", "H")):
-        h.add(0, "consumer_start", group=group, client_id=f"{owner}@sim", topic="T", subscription="*",
-              model="CLUSTERING", max_reconsume_times=2)
+    h = _groups_g_and_h()
     h.send(0, A).store(0, A)
     _ladder(h, A, 2)  # rt 0 at T #0 (t=2), rt 1 at %RETRY%G #1 (t=10102), both sent back
     h.add(fix_t, "log", level="WARN", logger=f"RocketmqClient@{client}", fault_site=None,
