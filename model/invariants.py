@@ -19,6 +19,7 @@ from functools import cached_property
 
 from .stats import (
     POLL_SLACK_MS,
+    PULL_RETRY_MS,
     Lateness,
     delivery_lateness,
     due_mono_of_preloaded,
@@ -1160,8 +1161,8 @@ CLIENT_OFFSET_PERSIST_MS = 5_000  # MQClientInstance.persistAllConsumerOffset: p
 
 def _forked_by_a_newcomers_rebalance(ix: _Index, events: list[dict], consumes: list[dict], again: dict) -> bool:
     """A consumer (re)start forked the retry ladder (explore seed 1090000121 like 990000012, 5.3.3; 1080000179 too
-    until a woken rebalance ran at once): the newcomer's first rebalance took a queue and read its offset from the broker (computePullFromWhere, READ_FROM_STORE,
-    kept in memory), which lagged what the previous owner had consumed: its progress reaches the broker with its
+    until a woken rebalance ran at once): the newcomer's first rebalance took a queue and read its offset from the
+    broker (computePullFromWhere, READ_FROM_STORE, kept in memory), which lagged what the previous owner had consumed: its progress reaches the broker with its
     pulls' commitOffset and its 5 s persistAll, or when its own rebalance drops the queue (persist(mq)), racing the
     newcomer's read. The newcomer pulled from there (its pulls' commitOffset even set the broker back, a plain put:
     "[NOTIFYME]update consumer offset less than store") and consumed a copy the previous owner had already failed
@@ -1712,7 +1713,6 @@ def _consume_offset_never_persisted(ix: _Index, original: dict, again: dict) -> 
     return False
 
 
-PULL_DELAY_WHEN_EXCEPTION_MS = 3_000  # DefaultMQPushConsumerImpl.pullTimeDelayMillsWhenException
 CLIENT_FIRST_OFFSET_PERSIST_MS = 10_000  # MQClientInstance: persistAllConsumerOffset's first run, 10 s after a start
 PULL_EXCEPTION = re.compile(r"execute the pull request exception, MessageQueue\(topic='([^']+)', broker_name='[^']*', "
                             r"queue_id=(\d+)\)")
@@ -1727,7 +1727,7 @@ def _consumed_while_the_broker_was_down(ix: _Index, original: dict, again: dict)
     with the table still at the consume's offset; the pull carrying it came at 7.634 s, and the crash at 11.053 s,
     6.9 s after the restart at 4.173 s, lost it)."""
     client = original["client_id"].split("@")[0]
-    stops = [c for c in ix.by_kind["crash"] if c.get("target") == "broker" and c["seq"] < original["seq"]]
+    stops = [c for c in ix.broker_crashes if c["seq"] < original["seq"]]
     if not stops:
         return False
     stop = stops[-1]
@@ -1745,11 +1745,10 @@ def _consumed_while_the_broker_was_down(ix: _Index, original: dict, again: dict)
     first_persist_ms = started_ms + CLIENT_FIRST_OFFSET_PERSIST_MS
     persist_all_ms = first_persist_ms if original["t_ms"] < first_persist_ms else first_persist_ms + (
         (original["t_ms"] - first_persist_ms) // CLIENT_OFFSET_PERSIST_MS + 1) * CLIENT_OFFSET_PERSIST_MS
-    reach_ms = min(failed_pulls[-1] + PULL_DELAY_WHEN_EXCEPTION_MS, persist_all_ms)
+    reach_ms = min(failed_pulls[-1] + PULL_RETRY_MS, persist_all_ms)
     persists = [p for p in ix.by_kind["persist"] if p.get("file") == "consumerOffset.json" and p["t_ms"] >= reach_ms]
-    for c in ix.by_kind["crash"]:
-        if c.get("target") != "broker" or c.get("crash_kind") == "shutdown" or not (
-                original["seq"] < c["seq"] < again["seq"]) or c["t_ms"] < reach_ms:
+    for c in ix.broker_crashes:
+        if c.get("crash_kind") == "shutdown" or not (original["seq"] < c["seq"] < again["seq"]) or c["t_ms"] < reach_ms:
             continue
         started = max((r["t_ms"] for r in ix.restarts if r["seq"] < c["seq"]), default=0)
         if c["t_ms"] - started <= FIRST_OFFSET_PERSIST_MS and not any(p["seq"] < c["seq"] for p in persists):

@@ -21,7 +21,7 @@ CONSUME_SLACK_MS = 1000  # from the real topic to a consumer: dispatch, a held p
 # heartbeat (the client tries again PULL_TIME_DELAY_MILLS_WHEN_EXCEPTION = 3 s later): a 4.9.8 client heartbeats
 # every heartbeatBrokerInterval (30 s); a 5.3.3 client at once when a request reconnects (onChannelActive), so
 # its second pull after the restart is served.
-PULL_RETRY_MS = 3000
+PULL_RETRY_MS = 3000  # DefaultMQPushConsumerImpl.pullTimeDelayMillsWhenException: a failed pull is tried again
 RESUME_AFTER_BROKER_RESTART_MS = {"4.9.8": 30_000 + PULL_RETRY_MS, "5.3.3": 2 * PULL_RETRY_MS}
 
 

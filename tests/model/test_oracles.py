@@ -65,6 +65,22 @@ def test_random_complete_paths_of_the_clean_model_hold_every_history_invariant(c
     assert checked > 300  # the invariants had something to check
 
 
+@pytest.mark.parametrize("era", ["5.3.3", ERA_4])
+def test_a_rendered_path_is_judged_by_its_eras_rules_and_waits_out_the_heartbeat_after_a_restart(era):
+    """The history invariants apply per-era rules (4.9.8's producer fallback); and after a broker restart a
+    client pulls again only once its heartbeat reached the broker, so a complete path's drain reaches past it."""
+    from model.stats import RESUME_AFTER_BROKER_RESTART_MS
+
+    cfg = ModelConfig(messages=1, levels=1, max_retries=1, crashes=1, persist_points=1, era=era)
+    rng = random.Random(3)
+    paths = [render.random_path(cfg, rng) for _ in range(40)]
+    restarted = next(p for p in paths if any(a.verb == "restart" for a, _b, _c in p))
+    events, ctx = render.render(cfg, restarted)
+    assert ctx.era == era
+    last_restart_ms = max(e["t_ms"] for e in events if e["kind"] == "restart")
+    assert ctx.end_ms >= last_restart_ms + RESUME_AFTER_BROKER_RESTART_MS[era]
+
+
 def test_the_renderer_speaks_the_simulators_schema():
     cfg = ModelConfig(messages=1, levels=1, max_retries=0, crashes=1, put_failures=0, persist_points=1)
     path = render.random_path(cfg, random.Random(2))
