@@ -49,6 +49,7 @@ PREFERRED: dict[str, tuple[str, ...]] = {
     "overflow_one_plus_one": ("slow-listener-expired-retry",),
     "not_due_offset_plus_one": ("dozens-of-process-crashes",),
     "overflow_badly_to_min": ("store-rollback",),
+    "next_offset_at_last_put": ("delayed-burst-then-crash",),
 }
 TIMER_PREFIX = "timer_"  # mutants of the timer wheel: only scenarios that send timer messages can reach it
 DEFAULT_MAX_SEEDS = 3

@@ -27,6 +27,8 @@ CATALOGUE: dict[str, str] = {
                                 "level's HandlePutResultTask: the failed message is never resent",
     "not_due_offset_plus_one": "5.x's not-yet-due branch records currOffset + 1: a crash after the persist "
                                "skips the message the level was waiting for",
+    "next_offset_at_last_put": "a poll that put two units or more schedules the next at the last one it put "
+                               "(nextOffset one short): the level delivers that unit twice, with no crash",
     # Commit log
     "physic_ts_every_flush": "the checkpoint's physicMsgTimestamp moves on every 500 ms flush round, not only on a "
                              "thorough flush (fidelity only: abnormal recovery is bounded by min(physic, logics))",

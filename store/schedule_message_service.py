@@ -105,6 +105,7 @@ class ScheduleMessageService(ConfigManager):
         self.m_resend_exception_escapes = "resend_exception_escapes" in mutants
         self.m_error_ends_level_task = "error_ends_level_task" in mutants
         self.m_not_due_offset_plus_one = "not_due_offset_plus_one" in mutants
+        self.m_next_offset_at_last_put = "next_offset_at_last_put" in mutants
         self.m_correct_delay_offset_past_max = "correct_delay_offset_past_max" in mutants
         self.m_correct_delay_offset_to_min = "correct_delay_offset_to_min" in mutants
         self._encoded_key: tuple | None = None  # the last encode's input and text (encode is pure in them)
@@ -471,6 +472,8 @@ class DeliverDelayedMessageTimerTask:
                     self.schedule_next(retry_at, DELAY_FOR_A_WHILE_MS)
                     return
             next_offset = self.offset + scanned
+            if svc.m_next_offset_at_last_put and scanned >= 2:
+                next_offset -= 1
         except MESSAGE_TIMEUP_ERRORS as error:
             if svc.m_error_ends_level_task:
                 # < 5.3.0 (#8124): run() caught only Exception; an Error left it and the chain was never rescheduled.

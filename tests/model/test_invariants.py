@@ -1336,15 +1336,19 @@ def _clean_restart(h: H, shutdown_t: int, restart_t: int) -> H:
     return h
 
 
-def _level_again_after_two_graceful_restarts(gap: bool = True, second_run: tuple[int, ...] = ()) -> H:
+def _level_again_after_two_graceful_restarts(gap: bool = True, second_run: tuple[int, ...] = (),
+                                             failed_put: bool = True) -> H:
     """Explore seed 1080000045 (5.3.3, asynchronous delivery): level 1's unit 1 had a resend pending at the first
-    shutdown (the table stayed at 1) while 0, 2 and 3 had gone out; the second run ended before the level's first
-    poll (``second_run``: the units it delivered), and after the second restart 1-3 came."""
+    shutdown (its put failed; the table stayed at 1) while 0, 2 and 3 had gone out; the second run ended before the
+    level's first poll (``second_run``: the units it delivered), and after the second restart 1-3 came."""
     msgs = (A, M2, "CCCC0003", "DDDD0004")
     h = H()
     for m in msgs:
         h.send(0, m, level=1)
-    for unit in ((0, 2, 3) if gap else (0, 1, 2, 3)):
+    h.deliver(1000, msgs[0], 1, B0 + 1000, sq_offset=0)
+    if failed_put:
+        h.add(1000, "fault", site="commitlog.put", action="fail", detail="T")
+    for unit in ((2, 3) if gap else (1, 2, 3)):
         h.deliver(1000, msgs[unit], 1, B0 + 1000, sq_offset=unit)
     _clean_restart(h, 1200, 3200)
     for unit in second_run:
@@ -1355,15 +1359,28 @@ def _level_again_after_two_graceful_restarts(gap: bool = True, second_run: tuple
     return h
 
 
+ASYNC = dataclasses.replace(ctx(), schedule_async_deliver=True)
+
+
 def test_duplicates_judges_a_repeated_level_delivery_by_the_shutdown_after_its_latest_delivery():
     # the first shutdown left the table at the head (a gap below 2 and 3); the second one's run never delivered them
-    assert_holds("duplicates", _level_again_after_two_graceful_restarts())
+    assert_holds("duplicates", _level_again_after_two_graceful_restarts(), ASYNC)
     # no gap at the first shutdown: it persisted the table past 1-3, so their repeat is the shutdown's loss
     assert_fails("duplicates", _level_again_after_two_graceful_restarts(gap=False), M2,
-                 "from level 1 again after a graceful restart (first at t=1000 ms)", "did not persist the delay offsets")
+                 "from level 1 again after a graceful restart (first at t=1000 ms)", "did not persist the delay offsets",
+                 context=ASYNC)
     # the second run delivered 1-3 (no gap): its shutdown is the one judged, and it did not persist them
     assert_fails("duplicates", _level_again_after_two_graceful_restarts(second_run=(1, 2, 3)), M2,
-                 "from level 1 again after a graceful restart (first at t=4200 ms)")
+                 "from level 1 again after a graceful restart (first at t=4200 ms)", context=ASYNC)
+
+
+def test_a_gap_at_a_graceful_shutdown_excuses_a_repeat_only_behind_a_failed_asynchronous_put():
+    # synchronous delivery has no head waiting for a resend; and without a failed put no head waits either
+    behind = "CCCC0003"  # unit 2, behind the head 1
+    assert_fails("duplicates", _level_again_after_two_graceful_restarts(), behind,
+                 "from level 1 again after a graceful restart (first at t=1000 ms)")
+    assert_fails("duplicates", _level_again_after_two_graceful_restarts(failed_put=False), behind,
+                 "from level 1 again after a graceful restart (first at t=1000 ms)", context=ASYNC)
 
 
 def test_duplicates_holds_for_a_timer_slot_a_graceful_restart_left_unfinished():
@@ -1632,3 +1649,32 @@ def test_no_loss_fails_for_timer_copies_a_looping_slot_chain_does_not_hold_back(
     assert_fails("no_loss", _stalled_timer_chain(9800, B0 + 12_000, later_crash_t=9500).drain(), A, lost)
     # not a timer-topic copy
     assert_fails("no_loss", _stalled_timer_chain(3000, B0 + 9000, topic="T").drain(), A, lost)
+
+
+def _level_unit_twice(between: str | None) -> H:
+    h = H().send(0, A, level=1).store(0, A, topic="SCHEDULE_TOPIC_XXXX", queue_offset=3)
+    h.deliver(1000, A, 1, B0 + 1000, sq_offset=3)
+    if between == "crash":
+        h.crash(1050).restart(1100)
+    elif between == "cq_truncate":
+        h.add(1050, "cq_truncate", topic="SCHEDULE_TOPIC_XXXX", queue_id=0, units=1)
+    return h.deliver(1200, A, 1, B0 + 1000, sq_offset=3).drain()
+
+
+def test_duplicates_fail_for_a_level_unit_delivered_twice_in_one_run():
+    # a level's offset only moves forward within a run: the same unit twice with no broker stop is a store bug
+    assert_fails("duplicates", _level_unit_twice(None), A, "delivered from level 1 unit 3 again at t=1200 ms",
+                 "no broker stop since its delivery at t=1000 ms")
+    # a crash 50 ms after the delivery (before any delayOffset.json persist) explains it
+    assert_holds("duplicates", _level_unit_twice("crash"))
+    # a consume-queue cut between may rebuild the unit: not judged as read twice
+    v = verdict("duplicates", _level_unit_twice("cq_truncate"))
+    assert not any("no broker stop" in x["explanation"] for x in v["violations"])
+
+
+def test_duplicates_leave_a_timer_delivery_repeated_in_one_run_to_its_own_rules():
+    # timer deliveries name no unit (two timer copies of one message may share a slot): not judged as read twice
+    h = H().send(0, A).deliver(1000, A, "timer", B0 + 1000, sq_offset=-1)
+    h.deliver(1000, A, "timer", B0 + 1000, sq_offset=-1).drain()
+    v = verdict("duplicates", h)
+    assert not any("no broker stop" in x["explanation"] for x in v["violations"])

@@ -49,6 +49,7 @@ CASES = {
     "overflow_one_plus_one": ("slow-listener-expired-retry", (), 1, "no_loss"),
     "not_due_offset_plus_one": ("dozens-of-process-crashes", (), 2, "at_least_once_redelivery"),
     "overflow_badly_to_min": ("store-rollback", (), 1, "duplicates"),
+    "next_offset_at_last_put": ("delayed-burst-then-crash", (), 1, "duplicates"),
 }
 
 

@@ -643,7 +643,7 @@ def test_units_behind_an_async_head_waiting_for_its_resend_come_again_after_a_gr
     assert [e["t_ms"] for e in level_3[47]] == [9_097]  # the head: not put before the shutdown
     assert [e["t_ms"] for e in level_3[48]] == [e["t_ms"] for e in level_3[49]] == [6_000, 9_097]
     assert [e["t_ms"] for e in level_3[50]] == [9_197]  # the next file, at the next poll
-    monkeypatch.setattr(invariants, "_behind_an_unfinished_async_head", lambda ix, again, shutdown: False)
+    monkeypatch.setattr(invariants, "_behind_an_unfinished_async_head", lambda ix, again, shutdown, ctx: False)
     violations = _check(result)["duplicates"]["violations"]
     assert sorted(v["msg_id"] for v in violations) == sorted(level_3[n][0]["msg_id"] for n in (48, 49))
     assert all("delivered from level 3 again after a graceful restart (first at t=6000 ms)" in v["explanation"]
