@@ -494,16 +494,16 @@ class _Index:
                    for e in self._stores(msg_id, after_seq) for slot_ms, power_seq in self.torn_timer_slots)
 
     def rolled_behind_a_torn_timer_unit(self, msg_id: str, after_seq: int = -1) -> bool:
-        """5.x (explore seeds 1070000321, 1070000459 with combos): a timer copy due a roll window or more after the
-        write time is linked as a roll unit into an earlier slot, ``w + slots/2 * precision`` (or ``w + slots *
-        precision`` when due later still; TimerMessageStore.doEnqueue), to be put back into the timer topic from
-        there. A power failure tore the timer log's last unit after its write time (its delay zeroed: it names
-        the slot of its write time, not its own); recoverAndRevise checks only size and magic and relinks that
-        slot's lastPos to it, so the slot's chain runs on into the torn unit's own slot and the roll units the
-        slot held before are never read again (``behind_a_torn_timer_unit`` for units due in that slot; seed
-        1070000321: window 3, copies due 42000 stored at 39100-39400 rolled into 40000, the unit torn at 40000
-        chained to slot 41000). Covers a timer-topic copy stored before the failure, neither delivered nor stored
-        again before it, that a write time between its store and the failure rolled into the torn unit's slot."""
+        """5.x (explore seeds 1070000321, 1070000459 with combos): a timer copy due a roll window or more past the
+        write time w is linked as a roll unit into an earlier slot, w + slots/2 (or w + slots when due later
+        still; TimerMessageStore.doEnqueue), to be put back into the timer topic from there. A power failure kept
+        a torn last timer-log unit (in both seeds its delay lay past the surviving sector: it named the slot of
+        its write time); recoverAndRevise checks only size and magic and relinks that slot's lastPos to it, so
+        the slot's chain runs into the torn unit's own chain and the roll units the slot held are never read
+        again (1070000321: window 3, copies due 42 s stored at 39.1-39.4 s, rolled into slot 40 s). The units
+        due in that slot are ``behind_a_torn_timer_unit``'s. Covers a timer-topic copy stored before the
+        failure, neither delivered nor stored again before it, that a write time between its store (one slot
+        of lag: the enqueue's write time moves at its polls) and the failure rolls into the torn unit's slot."""
         slots, p = self.timer_roll_window_slots, self.timer_precision_ms
         if slots <= 0 or not self.torn_timer_slots:
             return False
