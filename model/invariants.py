@@ -95,6 +95,7 @@ class RunContext:
     cq_units_per_file: int = 300_000  # a level's poll reads to the end of one consume-queue file
     timer_retry_until_success: bool = False  # timerEnableRetryUntilSuccess: without it 5.3.3 gives a put up (#8979)
     schedule_async_deliver: bool = False  # enableScheduleAsyncDeliver: due level units are put asynchronously
+    timer_roll_window_slots: int = 0  # 5.x timerRollWindowSlots as the timer store takes it; 0: unknown (no roll)
 
     @classmethod
     def from_history(cls, events: list[dict], **facts) -> RunContext:
@@ -166,6 +167,8 @@ class _Index:
         # 4.9.8's executeOnTimeup retries a unit whose messageTimeup throws (nextOffset names it); 5.x moves past
         # it. check_events turns this on for a 4.x broker.
         self.level_retries_a_broken_unit = False
+        # 5.x timerRollWindowSlots and the timer's precision (check_events sets them; 0 slots: rolls not judged)
+        self.timer_roll_window_slots, self.timer_precision_ms = 0, 1000
         self.timer_gave_up: dict[str, int] = {}
         # (level, queue offset, seq, t_ms, fault site) of each unit whose messageTimeup threw (the service's ERROR)
         self.level_unit_errors = [(int(m.group(1)), int(m.group(2)), e["seq"], e["t_ms"], e.get("fault_site"))
@@ -375,6 +378,7 @@ class _Index:
         return (any(seq > after_seq for seq in self.cut_by_fault.get(msg_id, ()))
                 or self.lost_to_power_failure(msg_id, after_seq)
                 or self.behind_a_torn_timer_unit(msg_id, after_seq)
+                or self.rolled_behind_a_torn_timer_unit(msg_id, after_seq)
                 or self.behind_a_stale_unit(msg_id, after_seq)
                 or self.skipped_by_a_stale_timer_queue_offset(msg_id, after_seq)
                 or self.skipped_by_a_lowered_delay_offset(msg_id, after_seq)
@@ -488,6 +492,42 @@ class _Index:
         before are unreachable. Covers the timer copies stored before that failure and due in that slot."""
         return any(e.get("timer_out_ms") == slot_ms and e["seq"] < power_seq
                    for e in self._stores(msg_id, after_seq) for slot_ms, power_seq in self.torn_timer_slots)
+
+    def rolled_behind_a_torn_timer_unit(self, msg_id: str, after_seq: int = -1) -> bool:
+        """5.x (explore seeds 1070000321, 1070000459 with combos): a timer copy due a roll window or more past the
+        write time w is linked as a roll unit into an earlier slot, w + slots/2 (or w + slots when due later
+        still; TimerMessageStore.doEnqueue), to be put back into the timer topic from there. A power failure kept
+        a torn last timer-log unit (in both seeds its delay lay past the surviving sector: it named the slot of
+        its write time); recoverAndRevise checks only size and magic and relinks that slot's lastPos to it, so
+        the slot's chain runs into the torn unit's own chain and the roll units the slot held are never read
+        again (1070000321: window 3, copies due 42 s stored at 39.1-39.4 s, rolled into slot 40 s). The units
+        due in that slot are ``behind_a_torn_timer_unit``'s. Covers a timer-topic copy stored before the
+        failure, neither delivered nor stored again before it, that a write time between its store (one slot
+        of lag: the enqueue's write time moves at its polls) and the failure rolls into the torn unit's slot."""
+        slots, p = self.timer_roll_window_slots, self.timer_precision_ms
+        if slots <= 0 or not self.torn_timer_slots:
+            return False
+        events = self.by_msg.get(msg_id, ())
+        for e in self._stores(msg_id, after_seq):
+            out = e.get("timer_out_ms")
+            if e["topic"] != TIMER_TOPIC or out is None:
+                continue
+            for slot_ms, power_seq in self.torn_timer_slots:
+                if e["seq"] > power_seq or any(x["kind"] in ("store", "deliver") and e["seq"] < x["seq"] < power_seq
+                                               for x in events):
+                    continue  # stored after the failure, or its unit was done with (delivered, rolled on) before it
+                earliest, latest = e["broker_ms"] // p * p - p, self._broker_ms_at(power_seq)
+                for w in (slot_ms - slots // 2 * p, slot_ms - slots * p):
+                    if earliest <= w <= latest and _roll_slot_ms(out, w, slots, p) == slot_ms:
+                        return True
+        return False
+
+    def _broker_ms_at(self, seq: int) -> int:
+        """The latest broker time the history shows by the power failure ``seq``: a broker-clocked event's time
+        carried on by the virtual time since (the largest such: a write time never goes back with the clock)."""
+        crash = next(c for c in self.power_crashes if c["seq"] == seq)
+        return max((e["broker_ms"] + crash["t_ms"] - e["t_ms"] for e in self.events
+                    if e["seq"] < seq and e.get("broker_ms") is not None), default=-1)
 
     def behind_a_broken_level_unit(self, msg_id: str, after_seq: int = -1) -> bool:
         """4.9.8: a level's unit whose messageTimeup throws because of damaged data (a power failure tore the
@@ -628,6 +668,16 @@ class _Index:
         """The flushed end of the commit log at a power failure (the next restart's end when not recorded)."""
         restart = next((r for r in self.restarts if r["seq"] > crash["seq"]), None)
         return crash.get("commit_log_durable", restart["commit_log_end"] if restart else None)
+
+
+def _roll_slot_ms(due_ms: int, write_ms: int, slots: int, precision_ms: int) -> int | None:
+    """The slot TimerMessageStore.doEnqueue (5.3.3) links a unit due at ``due_ms`` into at write time ``write_ms``
+    when it rolls (due a roll window or more ahead), else None."""
+    if due_ms - write_ms < slots * precision_ms:
+        return None
+    if due_ms - write_ms - slots * precision_ms < slots // 3 * precision_ms:
+        return write_ms + slots // 2 * precision_ms  # "give enough time to next roll"
+    return write_ms + slots * precision_ms
 
 
 def _not_durable(store: dict, durable: int | None) -> bool:
@@ -2078,6 +2128,7 @@ def check_events(events: list[dict], ctx: RunContext, only: list[str] | None = N
     ix.timer_gives_up = not ctx.timer_retry_until_success
     ix.async_table_runs_ahead = ctx.schedule_async_deliver and not ctx.era.startswith("4.")
     ix.level_retries_a_broken_unit = ctx.era.startswith("4.")
+    ix.timer_roll_window_slots, ix.timer_precision_ms = ctx.timer_roll_window_slots, ctx.timer_precision_ms
     out = {}
     for name, fn in CHECKS.items():
         if only is not None and name not in only:

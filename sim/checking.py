@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from model.invariants import RunContext, check_events
 from store.delay_level import parse_delay_level
+from store.timer.timer_wheel import TIMER_BLANK_SLOTS
 
 
 def context_of(world, events: list[dict] | None = None) -> RunContext:
@@ -23,7 +24,14 @@ def context_of(world, events: list[dict] | None = None) -> RunContext:
         cq_units_per_file=b.consume_queue_units_per_file,
         timer_retry_until_success=b.timer_enable_retry_until_success,
         schedule_async_deliver=b.enable_schedule_async_deliver,
+        timer_roll_window_slots=_roll_window_slots(world.store_config),
     )
+
+
+def _roll_window_slots(cfg) -> int:
+    """timerRollWindowSlots as TimerMessageStore's constructor takes it (out of range: the wheel but its blank)."""
+    whole = cfg.timer_slots_total - TIMER_BLANK_SLOTS
+    return whole if not 2 <= cfg.timer_roll_window_slot <= whole else cfg.timer_roll_window_slot
 
 
 def check_run(history, world) -> dict:

@@ -1678,3 +1678,61 @@ def test_duplicates_leave_a_timer_delivery_repeated_in_one_run_to_its_own_rules(
     h.deliver(1000, A, "timer", B0 + 1000, sq_offset=-1).drain()
     v = verdict("duplicates", h)
     assert not any("no broker stop" in x["explanation"] for x in v["violations"])
+
+
+def _rolled_timer_copy(torn_slot_ms: int = B0 + 5000, crash_kind: str = "power", stored_t: int = 300,
+                       again_t: int | None = None, again: str = "store", crash_t: int = 5500) -> H:
+    """Seed 1070000459's shape (roll window 5 slots of 1 s): a timer copy stored at ``stored_t`` due at B0 + 10 000,
+    which a write time of B0 rolls into slot B0 + 5000 (due 6 slots or more past the write time: w + 5 slots); a
+    broker crash at ``crash_t`` (a power failure unless told) whose restart at 7000 relinks ``torn_slot_ms`` to a torn
+    unit. ``again_t``: the message's unit done with before the crash (rolled on, stored again; or delivered)."""
+    h = H().send(stored_t, A).store(stored_t, A, topic="rmq_sys_wheel_timer")
+    h.events[-1]["timer_out_ms"] = B0 + 10_000
+    if again_t is not None and again == "store":
+        h.store(again_t, A, topic="rmq_sys_wheel_timer")
+        h.events[-1]["timer_out_ms"] = B0 + 10_000
+    elif again_t is not None:
+        h.deliver(again_t, A, level="timer", due_ms=B0 + 10_000, sq_offset=-1)
+    h.crash(crash_t, crash_kind=crash_kind).add(7000, "timer_torn_unit", slot_ms=torn_slot_ms, timer_log_pos=5096)
+    return h.restart(7000).in_time_order()
+
+
+def _with_roll_window(slots: int = 5) -> RunContext:
+    return dataclasses.replace(ctx(end_ms=20_000), timer_roll_window_slots=slots)
+
+
+def test_no_loss_holds_for_a_timer_copy_rolled_into_the_slot_a_torn_unit_relinked():
+    # 5.x roll units (seeds 1070000321, 1070000459): the copy's unit lay in the torn unit's slot, not its own
+    assert_holds("no_loss", _rolled_timer_copy().drain(10_000), _with_roll_window())
+    # a write time one slot behind the store (the enqueue's last poll) rolls it one slot earlier: B0 + 4000
+    assert_holds("no_loss", _rolled_timer_copy(B0 + 4000).drain(10_000), _with_roll_window())
+    # enqueued at a write time of B0 + 4000 (before the failure at 5500): due 6 slots ahead, rolled to w + 5 slots
+    assert_holds("no_loss", _rolled_timer_copy(B0 + 9000).drain(10_000), _with_roll_window())
+    # window 3 (seed 1070000321): due 3 slots ahead of the write time B0 rolls to w + 1 slot
+    h = _rolled_timer_copy(B0 + 1000, stored_t=100)
+    h.events[1]["timer_out_ms"] = B0 + 3000
+    assert_holds("no_loss", h.drain(10_000), _with_roll_window(3))
+
+
+@pytest.mark.parametrize("case", ["no window", "another slot", "process crash", "stored after", "rolled on",
+                                  "delivered", "not rolled", "written after"])
+def test_no_loss_fails_for_a_timer_copy_no_torn_unit_rolled_away(case):
+    lost = "neither consumed it successfully nor dead-lettered"
+    context = _with_roll_window(0 if case == "no window" else 5)
+    if case == "another slot":  # w + 5 slots for w in B0 - 1000 .. B0 + 5500: never B0 + 3000 (nor w + 2 slots)
+        h = _rolled_timer_copy(B0 + 3000)
+    elif case == "process crash":  # the page cache kept the whole unit: no tear
+        h = _rolled_timer_copy(crash_kind="process")
+    elif case == "stored after":  # stored after the failure's restart: its unit was written after the relink
+        h = _rolled_timer_copy(stored_t=7500)
+    elif case == "rolled on":  # slot B0 + 5000 was read and the copy put back (stored at B0 + 5000: not rolled there)
+        h = _rolled_timer_copy(again_t=5000)
+    elif case == "delivered":  # its unit was read before the failure
+        h = _rolled_timer_copy(again_t=5000, again="deliver")
+    elif case == "written after":  # slot B0 + 9000 takes a write time of B0 + 4000: past the failure at 3500
+        h = _rolled_timer_copy(B0 + 9000, crash_t=3500)
+    elif case == "not rolled":  # a window of 11 slots: due 10 s after a write time of B0 or later never rolls
+        h, context = _rolled_timer_copy(), _with_roll_window(11)
+    else:
+        h = _rolled_timer_copy()
+    assert_fails("no_loss", h.drain(10_000), A, lost, context=context)

@@ -1232,3 +1232,41 @@ def test_level_copies_skipped_when_a_crash_before_the_first_persist_reloads_a_lo
     found = _check(result)["no_loss"]["violations"]
     assert len(found) == 7 and {v["events"][-1]["queue_offset"] for v in found} == set(range(80, 87))
     assert all("broadcasting instance(s) GroupA-0@sim of GroupA never received it" in v["explanation"] for v in found)
+
+
+@pytest.mark.parametrize(("seed", "power_t_ms", "torn", "window", "lost"), [
+    (1070000321, 42_954, (1_700_000_040_000, 11_752), 3, {202: 1_700_000_042_000, 203: 1_700_000_042_000,
+                                                        204: 1_700_000_042_000, 205: 1_700_000_042_000}),
+    (1070000459, 47_890, (1_700_000_049_000, 5_096), 5, {q: 1_700_000_054_000 for q in range(65, 72)}),
+])
+def test_timer_copies_rolled_into_the_slot_a_torn_unit_relinked(monkeypatch, seed, power_t_ms, torn, window, lost):
+    """Seeds 1070000321 and 1070000459 (combos, 5.3.3, timer_roll_window_slot 3 and 5): timer copies due a roll
+    window or more past the write time went into the wheel as roll units of an earlier slot (1070000321: due
+    42.000 s broker time, stored 39.1-39.4 s, write time 39 s, into slot 40 s; 1070000459: due 54 s, stored
+    44.3-44.9 s, into slot 49 s), to be put back into the timer topic from there. The power failure kept a torn
+    last timer-log unit (a unit of a later slot whose delay lay past the surviving sector: its delayed time read
+    as its write time, the roll slot); recoverAndRevise checks only size and magic and relinked that slot's
+    lastPos to it, whose prevPos chain is the later slot's: the roll units were never read again. The copies
+    themselves were durable in the commit log and the timer checkpoint was past them, so nothing enqueued them
+    again. RocketMQ's (TimerMessageStore.recoverAndRevise, doEnqueue), as ``behind_a_torn_timer_unit`` for units
+    due in the torn slot; here for roll units (``rolled_behind_a_torn_timer_unit``)."""
+    import model.invariants as invariants
+
+    result = _run_file(f"explore-{seed}-combos", seed)
+    assert not _failed(result)
+    events = result.history.events
+    (power,) = [e for e in events if e["kind"] == "crash" and e["target"] == "broker" and e["t_ms"] == power_t_ms]
+    assert power["crash_kind"] == "power"
+    relinked = next(e for e in events if e["kind"] == "timer_torn_unit" and e["seq"] > power["seq"])
+    assert (relinked["slot_ms"], relinked["timer_log_pos"]) == torn
+    copies = {e["queue_offset"]: e for e in events if e["kind"] == "store" and e["topic"] == "rmq_sys_wheel_timer"
+              and e["queue_offset"] in lost and e["seq"] < power["seq"]}
+    assert {q: e["timer_out_ms"] for q, e in copies.items()} == lost
+    for e in copies.values():  # due a window or more past the write time (the store's second): rolled to the slot
+        write_ms = e["broker_ms"] // 1000 * 1000
+        assert invariants._roll_slot_ms(e["timer_out_ms"], write_ms, window, 1000) == torn[0]
+        assert not [x for x in events if x.get("msg_id") == e["msg_id"] and x["seq"] > e["seq"]]
+    assert "no_loss" in _check(result, timer_roll_window_slots=0)  # the context without the roll window
+    monkeypatch.setattr(invariants._Index, "rolled_behind_a_torn_timer_unit", lambda ix, msg_id, after_seq=-1: False)
+    found = _check(result)["no_loss"]["violations"]
+    assert {v["msg_id"] for v in found} == {e["msg_id"] for e in copies.values()}
