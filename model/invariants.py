@@ -866,6 +866,41 @@ def _local_retry_died_with_its_consumer(ix: _Index, attempt: dict) -> bool:
                for c in ix.by_kind["crash"])
 
 
+def _destroyed_by(ix: _Index, copy: dict) -> list[dict]:
+    """The faults after which the stored ``copy``'s commit-log bytes were gone: a store rollback to a snapshot
+    older than it, or a power failure before it was flushed. The commit log went on from before it, so another
+    record may lie at its offset since."""
+    faults = [e for e in ix.by_kind["store_rollback"] if e["seq"] > copy["seq"]
+              and copy["t_ms"] > e["snapshot_t_ms"] and copy["msg_id"] in e["lost_msg_ids"]]
+    return faults + [c for c in ix.power_crashes if c["seq"] > copy["seq"] and _not_durable(copy, ix._durable_end(c))]
+
+
+def _sent_back_as_another_message(ix: _Index, attempt: dict) -> bool:
+    """The broker's send-back of this failed attempt stored another message (explore seed 1110000046, like
+    4137813379, 5.3.3): consumerSendMsgBack (4.9.8 and 5.3.3) looks the message up by the commit-log offset the
+    client sends (the copy's, ``lookMessageByOffset(requestHeader.getOffset())``) and checks no id. The client had
+    pulled the copy before a fault destroyed it (a 5 s rollback) and consumed it from its ProcessQueue after the
+    restart; the commit log had grown over that offset again, so the broker made a retry copy of the message that
+    lies there now and answered SUCCESS: the client retries nothing, and the failed message never comes back.
+    Recognised by the store the send-back made (the event right after it) of another message, whose copy was
+    stored, after such a fault, at the commit-log offset of a destroyed copy of this message at the attempt's unit."""
+    events = ix.by_msg.get(attempt["msg_id"], ())
+    back = next((e for e in events if e["seq"] > attempt["seq"] and e["kind"] == "send_back"
+                 and e["group"] == attempt["group"]), None)
+    if (back is None or back["t_ms"] != attempt["t_ms"] or back["result"] != "ok" or back.get("path") != "broker"
+            or back["reconsume_times"] != attempt["reconsume_times"]):
+        return False
+    made = next((e for e in ix.by_kind["store"] if e["seq"] == back["seq"] + 1 and e["t_ms"] == back["t_ms"]), None)
+    if made is None or made["msg_id"] == attempt["msg_id"]:
+        return False
+    read = [e for e in events if e["kind"] == "store" and e["seq"] < attempt["seq"]
+            and e["topic"] == attempt["queue_topic"] and e["queue_id"] == attempt["queue_id"]
+            and e["queue_offset"] == attempt["queue_offset"]]
+    return any(other["phy_offset"] == copy["phy_offset"] and fault["seq"] < other["seq"] < back["seq"]
+               for copy in read for fault in _destroyed_by(ix, copy)
+               for other in ix.by_msg.get(made["msg_id"], ()) if other["kind"] == "store")
+
+
 def check_at_least_once_redelivery(ix: _Index, ctx: RunContext) -> dict:
     """A failed attempt, or a success its crashed consumer never committed, is followed by another attempt or a
     dead letter -- unless the message's next copy is due after the drain (``pending``, as in ``no_loss``)."""
@@ -897,7 +932,8 @@ def check_at_least_once_redelivery(ix: _Index, ctx: RunContext) -> dict:
                     ix.local_retry_dropped(attempt) or _local_retry_died_with_its_consumer(ix, attempt))
                 if (not later and not dead and not no_way_back
                         and not ix.lost_to_a_fault(msg_id, group, attempt["seq"])
-                        and not _came_back_without_its_id(ix, attempt)):
+                        and not _came_back_without_its_id(ix, attempt)
+                        and not _sent_back_as_another_message(ix, attempt)):
                     violations.append({"msg_id": msg_id, "group": group, "events": ix.quote(msg_id),
                                        "explanation": f"consume attempt {attempt['reconsume_times']} in {group} failed "
                                                       f"at t={attempt['t_ms']} ms but the message was never "

@@ -1614,6 +1614,50 @@ def test_redelivery_fails_for_an_id_less_attempt_without_a_tear_or_a_way_back():
     assert_fails("at_least_once_redelivery", h, x2, "attempt 2", "never delivered to G again", context=c)
 
 
+def _sent_back_over_a_reused_offset(fault: str = "rollback", other_at_the_copy: bool = True,
+                                    made: str = M2, other_before_the_fault: bool = False) -> H:
+    """Explore seed 1110000046 (like 4137813379): G pulls A's copy; a fault destroys it (a rollback to an older
+    snapshot, or a power failure before it was flushed); after the restart M2 is stored at the copy's commit-log
+    offset; G fails on A from its ProcessQueue and the broker's send-back, looking the message up by that offset,
+    stores a retry copy of ``made`` (M2: the message that lies there now)."""
+    h = H().send(0, A).store(25_000, A, queue_offset=7)
+    copy = h.events[-1]
+    copy["size"] = 400
+    if other_before_the_fault:
+        h.send(26_000, M2).store(26_000, M2, queue_offset=8)
+        h.events[-1]["phy_offset"] = copy["phy_offset"]
+    if fault == "rollback":
+        rollback(h, 30_000, lost=[A], restart_t=32_000)  # snapshot 10_000: older than the copy
+    elif fault == "power":
+        h.add(30_000, "crash", target="broker", crash_kind="power", site="plan", commit_log_durable=copy["phy_offset"])
+        h.restart(32_000)
+    else:
+        h.crash(30_000).restart(32_000)
+    if not other_before_the_fault:
+        h.send(33_000, M2).store(33_000, M2, queue_offset=8)
+        if other_at_the_copy:
+            h.events[-1]["phy_offset"] = copy["phy_offset"]
+    h.consume(33_001, A, status="RECONSUME_LATER", queue_offset=7).send_back(33_001, A, 0)
+    h.store(33_001, made, topic="SCHEDULE_TOPIC_XXXX", queue_id=2, reconsume_times=1)
+    return h.drain(40_000)
+
+
+def test_redelivery_holds_when_the_send_back_looked_up_another_message_at_a_destroyed_copys_offset():
+    c = ctx(drain_start_ms=40_000)
+    for fault in ("rollback", "power"):
+        h = _sent_back_over_a_reused_offset(fault)
+        assert assert_holds("at_least_once_redelivery", h, c)["checked"] == 1
+
+
+def test_redelivery_fails_when_the_send_back_stored_the_message_itself_or_nothing_reused_the_offset():
+    c = ctx(drain_start_ms=40_000)
+    for h in (_sent_back_over_a_reused_offset(made=A),  # the retry copy is A's: it must come back
+              _sent_back_over_a_reused_offset(other_at_the_copy=False),  # M2 lies elsewhere: not what was looked up
+              _sent_back_over_a_reused_offset(fault="crash"),  # a plain crash: the copy survived at its offset
+              _sent_back_over_a_reused_offset(other_before_the_fault=True)):  # M2 there before the copy was gone
+        assert_fails("at_least_once_redelivery", h, A, "attempt 0", "never delivered to G again", context=c)
+
+
 def _stalled_timer_chain(stored_t: int, timer_out_ms: int, power: bool = True, later_crash_t: int | None = None,
                          topic: str = "rmq_sys_wheel_timer") -> H:
     """A timer copy stored at ``stored_t``; a broker crash (a power failure unless told) at 1000, the restart, the

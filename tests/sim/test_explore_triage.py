@@ -1270,3 +1270,57 @@ def test_timer_copies_rolled_into_the_slot_a_torn_unit_relinked(monkeypatch, see
     monkeypatch.setattr(invariants._Index, "rolled_behind_a_torn_timer_unit", lambda ix, msg_id, after_seq=-1: False)
     found = _check(result)["no_loss"]["violations"]
     assert {v["msg_id"] for v in found} == {e["msg_id"] for e in copies.values()}
+
+
+def test_a_send_back_after_a_rollback_looks_up_another_message_at_the_copys_offset(monkeypatch):
+    """Seed 1110000046 (like 4137813379, 5.3.3): a 5 s store rollback at 53.403 s (snapshot 48.403 s) destroyed
+    %RETRY%GroupC copies GroupC-0 had pulled; it failed seven of them from its ProcessQueue after the restart
+    (54.986-56.986 s). consumerSendMsgBack looks the message up by the commit-log offset the client sends and
+    checks no id: the log had grown over those offsets again, so each send-back stored a retry copy of the message
+    lying there now (#0054's, at 1 120 656: #0066's %RETRY%GroupB copy) and answered SUCCESS. The failed messages
+    never came back to GroupC: RocketMQ's (``_sent_back_as_another_message``)."""
+    import model.invariants as invariants
+
+    result = _run_file("explore-1110000046-like-4137813379", 1110000046)
+    assert not _failed(result)
+    events = result.history.events
+    (rolled,) = [e for e in events if e["kind"] == "store_rollback"]
+    assert (rolled["t_ms"], rolled["snapshot_t_ms"]) == (53_403, 48_403)
+    failed = [e for e in events if e["kind"] == "consume" and e["msg_id"].endswith("70680054")
+              and e["group"] == "GroupC" and e["t_ms"] > 53_403]
+    assert [(e["t_ms"], e["queue_offset"], e["status"]) for e in failed] == [(54_986, 428, "RECONSUME_LATER")]
+    back, made = events[failed[0]["seq"] + 1], events[failed[0]["seq"] + 2]
+    assert (back["kind"], back["result"], made["kind"], made["topic"]) == ("send_back", "ok", "store",
+                                                                            "SCHEDULE_TOPIC_XXXX")
+    assert made["msg_id"].endswith("73EC0066")
+    at = {(e["msg_id"][-4:], e["topic"], e["t_ms"]) for e in events if e["kind"] == "store"
+          and e["phy_offset"] == 1_120_656}
+    assert at == {("0054", "%RETRY%GroupC", 52_194), ("0066", "%RETRY%GroupB", 54_903)}
+    monkeypatch.setattr(invariants, "_sent_back_as_another_message", lambda ix, attempt: False)
+    found = _check(result)["at_least_once_redelivery"]["violations"]
+    assert len(found) == 7 and {v["group"] for v in found} == {"GroupC"}
+    assert all("consume attempt 1 in GroupC failed" in v["explanation"] for v in found)
+
+
+def test_a_level_unit_indexed_twice_is_measured_from_its_own_copy(monkeypatch):
+    """A live witness of per-copy lateness (4137813379's and 208's rule), seed 1110000144 (like 4137813379, 5.3.3):
+    after power failures at 48.690 s and 53.282 s level 5 delivered #0000's copy (stored at 47.205 s, due at
+    107.205 s) at 107.282 s and again at 113.082 s from unit 70, a unit the second recovery indexed twice. Measured
+    from that copy the second delivery is the same copy again (a duplicate); measured from the message's last
+    store (the send-back at 107.483 s that made its level-6 copy) it was 5 599 ms late."""
+    import model.invariants as invariants
+    import model.stats as stats
+
+    result = _run_file("explore-1110000144-like-4137813379", 1110000144)
+    assert not _failed(result)
+    events = result.history.events
+    assert [t for _kind, t, how in _broker_stops_and_starts(events) if how == "power"] == [48_690, 53_282]
+    level_5 = [(e["t_ms"], e["schedule_queue_offset"], e["due_ms"]) for e in events if e["kind"] == "deliver"
+               and e["msg_id"].endswith("60000000") and e["level"] == 5 and e["topic"] == "%RETRY%GroupA"]
+    assert level_5[:2] == [(107_282, 0, 1_700_000_107_205), (113_082, 70, 1_700_000_107_205)]
+    last_store_only = [dict(e, due_ms=-1) if e["kind"] == "store" and "due_ms" in e else e for e in events]
+    assert len(stats.delivery_lateness(last_store_only)) == len(stats.delivery_lateness(events))
+    monkeypatch.setattr(invariants, "delivery_lateness", lambda evs: stats.delivery_lateness(last_store_only))
+    (late,) = _check(result)["bounded_lateness"]["violations"]
+    assert late["msg_id"].endswith("60000000") and "due at t=107483 ms" in late["explanation"]
+    assert "delivered 5599 ms late" in late["explanation"]
