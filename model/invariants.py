@@ -623,8 +623,8 @@ class _Index:
     def _reputs_begun_inside_a_record(self) -> list[tuple[int, int | None, set[int]]]:
         """(seq of the reput's WARN line, seq of the next broker crash or None, seqs of the copies it never
         dispatched) for each restart after a fault that cut a store (a power failure, a rollback, a CQ
-        truncation) whose reput began inside a record stored after it: the line names a position past the
-        restart's commit-log end and inside such a copy. Recognised only before the restart's next crash."""
+        truncation) whose reput began inside a record stored after it: the line (the first failure after the
+        latest restart) names a position past the restart's commit-log end and inside such a copy."""
         damaged = [c["seq"] for c in self.broker_crashes
                    if c.get("crash_kind") == "power" or c.get("site") in ("store_rollback", "cq_truncation")]
         found = []
@@ -635,8 +635,7 @@ class _Index:
             at = int(m.group(1))
             restart = next((r for r in reversed(self.restarts) if r["seq"] < line["seq"]), None)
             if (restart is None or restart.get("commit_log_end") is None or at <= restart["commit_log_end"]
-                    or not any(seq < restart["seq"] for seq in damaged)
-                    or any(restart["seq"] < c["seq"] < line["seq"] for c in self.broker_crashes)):
+                    or not any(seq < restart["seq"] for seq in damaged)):
                 continue
             skipped = [s for s in self.by_kind["store"] if restart["seq"] < s["seq"] < line["seq"]]
             if not any(s["phy_offset"] < at < s["phy_offset"] + s.get("size", 0) for s in skipped):

@@ -1632,3 +1632,60 @@ def test_no_loss_fails_for_timer_copies_a_looping_slot_chain_does_not_hold_back(
     assert_fails("no_loss", _stalled_timer_chain(9800, B0 + 12_000, later_crash_t=9500).drain(), A, lost)
     # not a timer-topic copy
     assert_fails("no_loss", _stalled_timer_chain(3000, B0 + 9000, topic="T").drain(), A, lost)
+
+
+def _reput_begun_inside_a_record(fault: str = "power", reached: int = 6, reached_t: int = 500, at: int = 50_100,
+                                 crash_between: bool = False, order_line: str | None = "expect 120 current 100",
+                                 order_queue: str = "T queue 0", crash_before_a: bool = False) -> H:
+    """Explore seeds 1070000584/1070000262 (4.9.8): G had reached ``reached`` when a power failure cut queue T-0
+    back to 5; a stale unit of another queue, ending inside the commit log's next record, set the reput past the
+    restart's end (50 000): S, stored at 50 000-50 300 (offset 5), is never dispatched, and A (offset 6) is
+    appended at unit 5 ("logic queue order maybe wrong"), below the offset G comes back at."""
+    h = H().commit(reached_t, reached)
+    if fault == "power":
+        h.crash(1000, crash_kind="power")
+    elif fault == "cq_truncation":
+        h.add(1000, "crash", target="broker", crash_kind="process", site="cq_truncation")
+    else:
+        h.crash(1000)
+    h.add(3000, "restart", target="broker", ok=True, last_exit_ok=False, commit_log_end=50_000)
+    h.send(3100, M2).store(3100, M2, queue_offset=5)
+    h.events[-1].update(phy_offset=50_000, size=300)
+    if crash_between:
+        h.crash(3150).restart(3180)
+    h.add(3200, "log", level="WARN", logger="DefaultMessageStore", fault_site="power_failure",
+          message=f"reput: unreadable record at {at}: truncated: TOTALSIZE 762130742 but only 200 bytes left")
+    if crash_before_a:
+        h.crash(3250).restart(3280)
+    h.send(3300, A).store(3300, A, queue_offset=6)
+    h.events[-1].update(phy_offset=50_300, size=300)
+    if order_line is not None:
+        h.add(3300, "log", level="WARN", logger="DefaultMessageStore", fault_site=None,
+              message=f"[BUG]logic queue order maybe wrong, {order_line} topic {order_queue}")
+    return h.in_time_order().drain(10_000)
+
+
+def _lost_ids_in(h: H, context: RunContext) -> set[str]:
+    v = check_events(h.events, context)["no_loss"]
+    return {x["msg_id"] for x in v["violations"]}
+
+
+def test_no_loss_holds_for_copies_a_4x_reput_begun_inside_a_record_skipped_or_shifted():
+    assert assert_holds("no_loss", _reput_begun_inside_a_record(), ERA4)["checked"] == 2
+    # S alone: never dispatched, whatever G had reached
+    h = _reput_begun_inside_a_record(reached=0, fault="cq_truncation")
+    assert _lost_ids_in(h, ERA4) == {A} and _lost_ids_in(h, ctx()) == {M2, A}
+
+
+def test_no_loss_fails_for_copies_after_a_reput_without_its_conditions():
+    assert _lost_ids_in(_reput_begun_inside_a_record(), ctx()) == {A}  # 5.3.3 reputs from the confirm offset
+    assert _lost_ids_in(_reput_begun_inside_a_record(fault="process"), ERA4) == {M2, A}  # no fault left stale units
+    assert _lost_ids_in(_reput_begun_inside_a_record(at=50_000), ERA4) == {A}  # at a record's start: not inside one
+    assert _lost_ids_in(_reput_begun_inside_a_record(at=49_900), ERA4) == {A}  # within the recovered log
+    assert _lost_ids_in(_reput_begun_inside_a_record(crash_between=True), ERA4) == {A}  # S before another restart
+    assert _lost_ids_in(_reput_begun_inside_a_record(reached=5), ERA4) == {A}  # G comes back at A's unit: reads it
+    assert _lost_ids_in(_reput_begun_inside_a_record(reached_t=3250), ERA4) == {A}  # reached after the shift
+    assert _lost_ids_in(_reput_begun_inside_a_record(order_line=None), ERA4) == {A}  # A's unit not shown below
+    assert _lost_ids_in(_reput_begun_inside_a_record(order_line="expect 140 current 120"), ERA4) == {A}  # not A's
+    assert _lost_ids_in(_reput_begun_inside_a_record(order_queue="T queue 1"), ERA4) == {A}  # another queue
+    assert _lost_ids_in(_reput_begun_inside_a_record(crash_before_a=True), ERA4) == {A}  # A after the next crash
