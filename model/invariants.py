@@ -40,7 +40,8 @@ PULL_OFFSET_ILLEGAL = re.compile(r"the pull request offset illegal, MessageQueue
                                  r"queue_id=(\d+)\) (-?\d+) -> (-?\d+)")
 DAMAGE_SITES = frozenset({"power_failure", "store_rollback", "cq_truncation"})  # faults that lose stored data
 REPUT_UNREADABLE = re.compile(r"reput: unreadable record at (\d+):")
-LOGIC_ORDER_WRONG = re.compile(r"\[BUG\]logic queue order maybe wrong, expect (\d+) current (\d+) topic (\S+) queue (\d+)")
+LOGIC_ORDER_WRONG = re.compile(r"\[BUG\]logic queue order maybe wrong, expect (\d+) current (\d+) "
+                               r"topic (\S+) queue (\d+)")
 CQ_UNIT_BYTES = 20  # ConsumeQueue.CQ_STORE_UNIT_SIZE: the logic offsets of that line are unit * 20
 
 CONSUME_SUCCESS = "CONSUME_SUCCESS"
@@ -646,18 +647,19 @@ class _Index:
 
     def skipped_by_a_reput_begun_inside_a_record(self, msg_id: str, group: str | None = None,
                                                  after_seq: int = -1) -> bool:
-        """4.9.8 (#495 once more, explore seeds 1070000584 and 1070000262 with combos): a power failure left stale
-        units past a level queue's recovered tail; a later abnormal recovery resurrected one whose record starts
-        below the recovered commit-log end and ends past it, so truncateDirtyLogicFiles (``offset >= phyOffset``
-        only) kept it and the queue's maxPhysicOffset ended inside the next record to come. start() reputs from
-        the queues' max physical offset ("maybe bigger than maxOffset ..., just let it go"): the reput read the
-        first records stored after the restart from their middle, failed, and a master skips the rest of the
-        buffer ("[BUG]dispatch message to consume queue error", doReput). Those copies are never dispatched; each
-        later copy of their queues is appended where the skipped ones should have been ("[BUG]logic queue order
-        maybe wrong", putMessagePositionInfo), below its own queue offset, and a group that comes back at an
-        offset it had reached before the restart pulls past it (5.3.3 reputs from the confirm offset). Covers the
-        skipped copies, and a later copy (before the next broker crash) whose line puts its unit below the offset
-        the group had committed or consumed up to before the reput's line."""
+        """4.9.8 (#495 once more, explore seeds 1070000584 and 1070000262 with combos): a power failure left
+        stale units past a queue's recovered tail (level 4's in both; in 1070000262 a store rollback's copy
+        kept them); a later abnormal recovery resurrected one whose record starts below the recovered
+        commit-log end and ends past it, so truncateDirtyLogicFiles (``offset >= phyOffset`` only) kept it and
+        the queue's maxPhysicOffset ended inside the next record to come. start() reputs from the queues' max
+        physical offset ("maybe bigger than maxOffset ..., just let it go"): the reput read the first records
+        stored after the restart from their middle, failed, and a master skips the rest of the buffer
+        ("[BUG]dispatch message to consume queue error", doReput). Those copies are never dispatched; each
+        later copy of their queues is appended where the skipped ones should have been ("[BUG]logic queue
+        order maybe wrong", putMessagePositionInfo), below its own queue offset, and a group that comes back
+        at an offset it had reached before the restart pulls past it (5.3.3 reputs from the confirm offset).
+        Covers the skipped copies, and a later copy (before the next broker crash) whose line puts its unit
+        below the offset the group had committed or consumed up to before the reput's line."""
         if not self.reput_from_queues:
             return False
         for line_seq, until, skipped in self._reputs_begun_inside_a_record:
@@ -673,7 +675,8 @@ class _Index:
                 reached = [c["offset"] for c in self.by_kind["offset_commit"] if c["seq"] < line_seq
                            and c["group"] == group and (c["topic"], c["queue_id"]) == key]
                 reached += [c["queue_offset"] + 1 for c in self.by_kind["consume"] if c["seq"] < line_seq
-                            and c["group"] == group and (c.get("queue_topic", c["topic"]), c["queue_id"]) == key]
+                            and c["group"] == group
+                            and (c.get("queue_topic", c["topic"]), c["queue_id"]) == key]
                 if reached and unit < max(reached):
                     return True
         return False

@@ -1634,13 +1634,14 @@ def test_no_loss_fails_for_timer_copies_a_looping_slot_chain_does_not_hold_back(
     assert_fails("no_loss", _stalled_timer_chain(3000, B0 + 9000, topic="T").drain(), A, lost)
 
 
-def _reput_begun_inside_a_record(fault: str = "power", reached: int = 6, reached_t: int = 500, at: int = 50_100,
-                                 crash_between: bool = False, order_line: str | None = "expect 120 current 100",
+def _reput_begun_inside_a_record(fault: str = "power", reached: int = 6, reached_t: int = 500,
+                                 at: int = 50_100, crash_between: bool = False,
+                                 order_line: str | None = "expect 120 current 100",
                                  order_queue: str = "T queue 0", crash_before_a: bool = False) -> H:
-    """Explore seeds 1070000584/1070000262 (4.9.8): G had reached ``reached`` when a power failure cut queue T-0
-    back to 5; a stale unit of another queue, ending inside the commit log's next record, set the reput past the
-    restart's end (50 000): S, stored at 50 000-50 300 (offset 5), is never dispatched, and A (offset 6) is
-    appended at unit 5 ("logic queue order maybe wrong"), below the offset G comes back at."""
+    """Explore seeds 1070000584/1070000262 (4.9.8): G had reached ``reached`` when a power failure cut queue
+    T-0 back to 5; a stale unit of another queue, ending inside the commit log's next record, set the reput
+    past the restart's end (50 000): S, stored at 50 000-50 300 (offset 5), is never dispatched, and A (offset
+    6) is appended at unit 5 ("logic queue order maybe wrong"), below the offset G comes back at."""
     h = H().commit(reached_t, reached)
     if fault == "power":
         h.crash(1000, crash_kind="power")
@@ -1678,14 +1679,17 @@ def test_no_loss_holds_for_copies_a_4x_reput_begun_inside_a_record_skipped_or_sh
 
 
 def test_no_loss_fails_for_copies_after_a_reput_without_its_conditions():
-    assert _lost_ids_in(_reput_begun_inside_a_record(), ctx()) == {A}  # 5.3.3 reputs from the confirm offset
-    assert _lost_ids_in(_reput_begun_inside_a_record(fault="process"), ERA4) == {M2, A}  # no fault left stale units
-    assert _lost_ids_in(_reput_begun_inside_a_record(at=50_000), ERA4) == {A}  # at a record's start: not inside one
-    assert _lost_ids_in(_reput_begun_inside_a_record(at=49_900), ERA4) == {A}  # within the recovered log
-    assert _lost_ids_in(_reput_begun_inside_a_record(crash_between=True), ERA4) == {A}  # S before another restart
-    assert _lost_ids_in(_reput_begun_inside_a_record(reached=5), ERA4) == {A}  # G comes back at A's unit: reads it
-    assert _lost_ids_in(_reput_begun_inside_a_record(reached_t=3250), ERA4) == {A}  # reached after the shift
-    assert _lost_ids_in(_reput_begun_inside_a_record(order_line=None), ERA4) == {A}  # A's unit not shown below
-    assert _lost_ids_in(_reput_begun_inside_a_record(order_line="expect 140 current 120"), ERA4) == {A}  # not A's
-    assert _lost_ids_in(_reput_begun_inside_a_record(order_queue="T queue 1"), ERA4) == {A}  # another queue
-    assert _lost_ids_in(_reput_begun_inside_a_record(crash_before_a=True), ERA4) == {A}  # A after the next crash
+    def lost(context=ERA4, **changes) -> set[str]:
+        return _lost_ids_in(_reput_begun_inside_a_record(**changes), context)
+
+    assert lost(ctx()) == {A}  # 5.3.3 reputs from the confirm offset
+    assert lost(fault="process") == {M2, A}  # no fault left stale units (nor cut the queue below G's offset)
+    assert lost(at=50_000) == {A}  # at a record's start: not inside one
+    assert lost(at=49_900) == {A}  # within the recovered log
+    assert lost(crash_between=True) == {A}  # S stored before another restart
+    assert lost(reached=5) == {A}  # G comes back at A's unit: it reads A
+    assert lost(reached_t=3250) == {A}  # reached after the shift
+    assert lost(order_line=None) == {A}  # A's unit not shown below its offset
+    assert lost(order_line="expect 140 current 120") == {A}  # another copy's line
+    assert lost(order_queue="T queue 1") == {A}  # another queue's line
+    assert lost(crash_before_a=True) == {A}  # A stored after the next crash
