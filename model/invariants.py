@@ -39,6 +39,10 @@ DELAY_OFFSET_CORRECTED = re.compile(r"schedule CQ offset invalid, level (\d+): c
 PULL_OFFSET_ILLEGAL = re.compile(r"the pull request offset illegal, MessageQueue\(topic='([^']+)', broker_name='[^']*', "
                                  r"queue_id=(\d+)\) (-?\d+) -> (-?\d+)")
 DAMAGE_SITES = frozenset({"power_failure", "store_rollback", "cq_truncation"})  # faults that lose stored data
+REPUT_UNREADABLE = re.compile(r"reput: unreadable record at (\d+):")
+LOGIC_ORDER_WRONG = re.compile(r"\[BUG\]logic queue order maybe wrong, expect (\d+) current (\d+) "
+                               r"topic (\S+) queue (\d+)")
+CQ_UNIT_BYTES = 20  # ConsumeQueue.CQ_STORE_UNIT_SIZE: the logic offsets of that line are unit * 20
 
 CONSUME_SUCCESS = "CONSUME_SUCCESS"
 MAX_QUOTED_EVENTS = 8
@@ -123,6 +127,8 @@ def _quote(events: list[dict]) -> list[dict]:
 
 class _Index:
     """The history sorted by message and by kind, built once for all checkers."""
+
+    reput_from_queues = False  # 4.x start() reputs from the queues' max physical offset; check_events sets it
 
     def __init__(self, events: list[dict]) -> None:
         self.events = events
@@ -392,7 +398,8 @@ class _Index:
                 or (group is not None and self.below_a_committed_offset(msg_id, group, after_seq))
                 or (group is not None and self.below_a_moved_pull_offset(msg_id, group, after_seq))
                 or (group is not None and self.below_a_moved_pull_offset_after_a_cq_cut(msg_id, group,
-                                                                                         after_seq)))
+                                                                                         after_seq))
+                or self.skipped_by_a_reput_begun_inside_a_record(msg_id, group, after_seq))
 
     def broker_gone_after_power_failure(self, after_seq: int = -1) -> bool:
         """#9705 (before develop): config files are written without fsync, so a power failure within the kernel's
@@ -652,6 +659,80 @@ class _Index:
                        for seq, _g, topic, queue_id, _from, to in moves):
                     return True
         return False
+
+    @cached_property
+    def _reputs_begun_inside_a_record(self) -> list[tuple[int, int | None, set[int]]]:
+        """(seq of the reput's WARN line, seq of the next broker crash or None, seqs of the copies it never
+        dispatched) for each restart after a fault that cut a store (a power failure, a rollback, a CQ
+        truncation) whose reput began inside a record stored after it: the line (the first failure after the
+        latest restart) names a position past the restart's commit-log end and inside such a copy."""
+        damaged = [c["seq"] for c in self.broker_crashes
+                   if c.get("crash_kind") == "power" or c.get("site") in ("store_rollback", "cq_truncation")]
+        found = []
+        for line in self.by_kind["log"]:
+            m = REPUT_UNREADABLE.match(line["message"]) if line["logger"] == "DefaultMessageStore" else None
+            if m is None:
+                continue
+            at = int(m.group(1))
+            restart = next((r for r in reversed(self.restarts) if r["seq"] < line["seq"]), None)
+            if (restart is None or restart.get("commit_log_end") is None or at <= restart["commit_log_end"]
+                    or not any(seq < restart["seq"] for seq in damaged)):
+                continue
+            skipped = [s for s in self.by_kind["store"] if restart["seq"] < s["seq"] < line["seq"]]
+            if not any(s["phy_offset"] < at < s["phy_offset"] + s.get("size", 0) for s in skipped):
+                continue
+            until = next((c["seq"] for c in self.broker_crashes if c["seq"] > line["seq"]), None)
+            found.append((line["seq"], until, {s["seq"] for s in skipped}))
+        return found
+
+    def skipped_by_a_reput_begun_inside_a_record(self, msg_id: str, group: str | None = None,
+                                                 after_seq: int = -1) -> bool:
+        """4.9.8 (#495 once more, explore seeds 1070000584 and 1070000262 with combos): a power failure left
+        stale units past a queue's recovered tail (level 4's in both; in 1070000262 a store rollback's copy
+        kept them); a later abnormal recovery resurrected one whose record starts below the recovered
+        commit-log end and ends past it, so truncateDirtyLogicFiles (``offset >= phyOffset`` only) kept it and
+        the queue's maxPhysicOffset ended inside the next record to come. start() reputs from the queues' max
+        physical offset ("maybe bigger than maxOffset ..., just let it go"): the reput read the first records
+        stored after the restart from their middle, failed, and a master skips the rest of the buffer
+        ("[BUG]dispatch message to consume queue error", doReput). Those copies are never dispatched; each
+        later copy of their queues is appended where the skipped ones should have been ("[BUG]logic queue
+        order maybe wrong", putMessagePositionInfo), below its own queue offset, and a group that comes back
+        at an offset it had reached before the restart pulls past it (5.3.3 reputs from the confirm offset).
+        Covers the skipped copies, and a later copy (before the next broker crash) whose line puts its unit
+        below the offset the group had committed or consumed up to before the reput's line."""
+        if not self.reput_from_queues:
+            return False
+        for line_seq, until, skipped in self._reputs_begun_inside_a_record:
+            for store in self._stores(msg_id, after_seq):
+                if store["seq"] in skipped:
+                    return True
+                if group is None or store["seq"] < line_seq or (until is not None and store["seq"] > until):
+                    continue
+                unit = self._unit_appended_below(store, until)
+                if unit is None:
+                    continue
+                key = (store["topic"], store["queue_id"])
+                reached = [c["offset"] for c in self.by_kind["offset_commit"] if c["seq"] < line_seq
+                           and c["group"] == group and (c["topic"], c["queue_id"]) == key]
+                reached += [c["queue_offset"] + 1 for c in self.by_kind["consume"] if c["seq"] < line_seq
+                            and c["group"] == group
+                            and (c.get("queue_topic", c["topic"]), c["queue_id"]) == key]
+                if reached and unit < max(reached):
+                    return True
+        return False
+
+    def _unit_appended_below(self, store: dict, until: int | None) -> int | None:
+        """The unit the copy's dispatch appended below its own queue offset, from its "[BUG]logic queue order
+        maybe wrong" line (after the store, before ``until``), or None."""
+        for line in self.by_kind["log"]:
+            if line["seq"] < store["seq"] or (until is not None and line["seq"] > until):
+                continue
+            m = LOGIC_ORDER_WRONG.match(line["message"]) if line["logger"] == "DefaultMessageStore" else None
+            if (m is not None and (m.group(3), int(m.group(4))) == (store["topic"], store["queue_id"])
+                    and int(m.group(1)) == store["queue_offset"] * CQ_UNIT_BYTES
+                    and int(m.group(2)) < int(m.group(1))):
+                return int(m.group(2)) // CQ_UNIT_BYTES
+        return None
 
     def lost_to_power_failure(self, msg_id: str, after_seq: int = -1) -> bool:
         """Some copy of the message was not durable at a power failure (ASYNC_FLUSH): it ended past the flushed
@@ -2165,6 +2246,7 @@ def check_events(events: list[dict], ctx: RunContext, only: list[str] | None = N
     ix.async_table_runs_ahead = ctx.schedule_async_deliver and not ctx.era.startswith("4.")
     ix.level_retries_a_broken_unit = ctx.era.startswith("4.")
     ix.timer_roll_window_slots, ix.timer_precision_ms = ctx.timer_roll_window_slots, ctx.timer_precision_ms
+    ix.reput_from_queues = ctx.era.startswith("4.")
     out = {}
     for name, fn in CHECKS.items():
         if only is not None and name not in only:

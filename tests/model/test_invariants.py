@@ -1780,3 +1780,64 @@ def test_no_loss_fails_for_a_timer_copy_no_torn_unit_rolled_away(case):
     else:
         h = _rolled_timer_copy()
     assert_fails("no_loss", h.drain(10_000), A, lost, context=context)
+
+
+def _reput_begun_inside_a_record(fault: str = "power", reached: int = 6, reached_t: int = 500,
+                                 at: int = 50_100, crash_between: bool = False,
+                                 order_line: str | None = "expect 120 current 100",
+                                 order_queue: str = "T queue 0", crash_before_a: bool = False) -> H:
+    """Explore seeds 1070000584/1070000262 (4.9.8): G had reached ``reached`` when a power failure cut queue
+    T-0 back to 5; a stale unit of another queue, ending inside the commit log's next record, set the reput
+    past the restart's end (50 000): S, stored at 50 000-50 300 (offset 5), is never dispatched, and A (offset
+    6) is appended at unit 5 ("logic queue order maybe wrong"), below the offset G comes back at."""
+    h = H().commit(reached_t, reached)
+    if fault == "power":
+        h.crash(1000, crash_kind="power")
+    elif fault == "cq_truncation":
+        h.add(1000, "crash", target="broker", crash_kind="process", site="cq_truncation")
+    else:
+        h.crash(1000)
+    h.add(3000, "restart", target="broker", ok=True, last_exit_ok=False, commit_log_end=50_000)
+    h.send(3100, M2).store(3100, M2, queue_offset=5)
+    h.events[-1].update(phy_offset=50_000, size=300)
+    if crash_between:
+        h.crash(3150).restart(3180)
+    h.add(3200, "log", level="WARN", logger="DefaultMessageStore", fault_site="power_failure",
+          message=f"reput: unreadable record at {at}: truncated: TOTALSIZE 762130742 but only 200 bytes left")
+    if crash_before_a:
+        h.crash(3250).restart(3280)
+    h.send(3300, A).store(3300, A, queue_offset=6)
+    h.events[-1].update(phy_offset=50_300, size=300)
+    if order_line is not None:
+        h.add(3300, "log", level="WARN", logger="DefaultMessageStore", fault_site=None,
+              message=f"[BUG]logic queue order maybe wrong, {order_line} topic {order_queue}")
+    return h.in_time_order().drain(10_000)
+
+
+def _lost_ids_in(h: H, context: RunContext) -> set[str]:
+    v = check_events(h.events, context)["no_loss"]
+    return {x["msg_id"] for x in v["violations"]}
+
+
+def test_no_loss_holds_for_copies_a_4x_reput_begun_inside_a_record_skipped_or_shifted():
+    assert assert_holds("no_loss", _reput_begun_inside_a_record(), ERA4)["checked"] == 2
+    # S alone: never dispatched, whatever G had reached
+    h = _reput_begun_inside_a_record(reached=0, fault="cq_truncation")
+    assert _lost_ids_in(h, ERA4) == {A} and _lost_ids_in(h, ctx()) == {M2, A}
+
+
+def test_no_loss_fails_for_copies_after_a_reput_without_its_conditions():
+    def lost(context=ERA4, **changes) -> set[str]:
+        return _lost_ids_in(_reput_begun_inside_a_record(**changes), context)
+
+    assert lost(ctx()) == {A}  # 5.3.3 reputs from the confirm offset
+    assert lost(fault="process") == {M2, A}  # no fault left stale units (nor cut the queue below G's offset)
+    assert lost(at=50_000) == {A}  # at a record's start: not inside one
+    assert lost(at=49_900) == {A}  # within the recovered log
+    assert lost(crash_between=True) == {A}  # S stored before another restart
+    assert lost(reached=5) == {A}  # G comes back at A's unit: it reads A
+    assert lost(reached_t=3250) == {A}  # reached after the shift
+    assert lost(order_line=None) == {A}  # A's unit not shown below its offset
+    assert lost(order_line="expect 140 current 120") == {A}  # another copy's line
+    assert lost(order_queue="T queue 1") == {A}  # another queue's line
+    assert lost(crash_before_a=True) == {A}  # A stored after the next crash

@@ -1324,3 +1324,96 @@ def test_a_level_unit_indexed_twice_is_measured_from_its_own_copy(monkeypatch):
     (late,) = _check(result)["bounded_lateness"]["violations"]
     assert late["msg_id"].endswith("60000000") and "due at t=107483 ms" in late["explanation"]
     assert "delivered 5599 ms late" in late["explanation"]
+
+
+def _reput_begun_inside_a_record(events: list[dict]) -> tuple[dict, dict, list[dict]]:
+    """(the last broker restart, the reput's WARN line after it, the copies stored between them)."""
+    (line,) = [e for e in events if e["kind"] == "log" and e["message"].startswith("reput: unreadable")]
+    restart = [e for e in events if e["kind"] == "restart" and e["target"] == "broker"
+               and e["seq"] < line["seq"]][-1]
+    skipped = [e for e in events if e["kind"] == "store" and restart["seq"] < e["seq"] < line["seq"]]
+    return restart, line, skipped
+
+
+def test_a_4x_reput_begun_inside_a_record_after_a_stale_level_unit_survived_a_recovery(monkeypatch):
+    """Seed 1070000584 (combos, 4.9.8): the power failure at 49.995 s (durable end 163840) cut level 4's queue
+    back to 63 and left its stale unit 64 (a copy stored at 42.902 s at 169528, 341 bytes) on disk; the
+    graceful restart at 52.029 s truncated it (169528 >= end 169317); the cq-truncation crash at 52.590 s came
+    after two sends grew the log to 169723, so the restart at 53.090 s resurrected unit 64 and kept it (169528
+    < 169723): level 4's maxPhysicOffset 169869 set the reput. It read 0x..A6 (169723-169926, TopicA 121) from
+    its middle and skipped it; 0x..A7 (122) was appended at unit 121, below 122, where both groups had
+    committed before the power failure (44.202 s) and came back: RocketMQ's (DefaultMessageStore.start,
+    4.9.8), not the groups'."""
+    import model.invariants as invariants
+
+    result = _run_file("explore-1070000584-combos", 1070000584)
+    assert not _failed(result)
+    events = result.history.events
+    assert _broker_stops_and_starts(events)[-6:] == [
+        ("crash", 49_995, "power"), ("restart", 50_495, None), ("crash", 51_529, "shutdown"),
+        ("restart", 52_029, None), ("crash", 52_590, "process"), ("restart", 53_090, None)]
+    restart, line, skipped = _reput_begun_inside_a_record(events)
+    assert restart["commit_log_end"] == 169_723
+    assert line["message"].startswith("reput: unreadable record at 169869:")
+    assert [(e["msg_id"][-4:], e["topic"], e["queue_offset"], e["phy_offset"], e["size"])
+            for e in skipped] == [("00A6", "TopicA", 121, 169_723, 203)]
+    (shifted,) = [e for e in events if e["kind"] == "store" and e["msg_id"].endswith("00A7")]
+    assert shifted["queue_offset"] == 122 and shifted["seq"] > line["seq"]
+    order = "[BUG]logic queue order maybe wrong, expect 2440 current 2420 topic TopicA queue 0"
+    assert any(e["kind"] == "log" and e["seq"] > shifted["seq"] and e["message"] == order for e in events)
+    reached = {}
+    for e in events:
+        if e["kind"] == "offset_commit" and e["topic"] == "TopicA" and e["seq"] < line["seq"]:
+            reached[e["group"]] = max(reached.get(e["group"], 0), e["offset"])
+    assert reached == {"GroupA": 122, "GroupB": 122}
+    with monkeypatch.context() as m:
+        m.setattr(invariants._Index, "skipped_by_a_reput_begun_inside_a_record",
+                  lambda ix, msg_id, group=None, after_seq=-1: False)
+        failed = _check(result)
+    assert set(failed) == {"no_loss"}
+    assert {(v["msg_id"][-4:], v["group"]) for v in failed["no_loss"]["violations"]} == {
+        ("00A7", "GroupA"), ("00A7", "GroupB")}
+    assert "no_loss" in _check(result, era="5.3.3")  # 5.3.3 reputs from the confirm offset: no excuse there
+
+
+def test_retry_copies_shifted_below_the_offset_committed_before_a_rollback_by_a_4x_reput_inside_a_record(
+        monkeypatch):
+    """Seed 1070000262 (combos, 4.9.8): the same cause with a store rollback between. The power failure at
+    42.476 s (durable end 331776) lost level 4's copy at 336135 (351 bytes, unit 137) but not its unit; the
+    rollback's copy of the store kept it; the restart at 52.337 s truncated it (>= end 333170), the
+    cq-truncation crash at 53.433 s came after the log grew to 336480, and the restart at 56.433 s resurrected
+    it: the reput began at 336486, inside the first of four retry copies stored at 57.433 s (%RETRY%GroupA
+    151-154), and skipped all four. Every later retry copy landed four units below its offset; the copies of
+    0x..95-0x..98 (279-282, at 59.233 s) sit at units 275-278, below 279, which GroupA had committed before
+    the rollback: no_loss, and at_least_once_redelivery for their failed second attempts."""
+    import model.invariants as invariants
+
+    result = _run_file("explore-1070000262-combos", 1070000262)
+    assert not _failed(result)
+    events = result.history.events
+    assert _broker_stops_and_starts(events)[-6:] == [
+        ("crash", 42_476, "power"), ("restart", 45_476, None), ("crash", 49_337, "process"),
+        ("restart", 52_337, None), ("crash", 53_433, "process"), ("restart", 56_433, None)]
+    restart, line, skipped = _reput_begun_inside_a_record(events)
+    assert restart["commit_log_end"] == 336_480
+    assert line["message"].startswith("reput: unreadable record at 336486:")
+    assert [(e["topic"], e["queue_offset"]) for e in skipped] == [("%RETRY%GroupA", q)
+                                                                   for q in range(151, 155)]
+    assert skipped[0]["phy_offset"] == 336_480 and skipped[-1]["phy_offset"] + skipped[-1]["size"] == 338_006
+    shifted = [e for e in events if e["kind"] == "store" and e["topic"] == "%RETRY%GroupA"
+               and e["t_ms"] == 59_233 and 279 <= e["queue_offset"] < 283]
+    assert [e["msg_id"][-4:] for e in shifted] == ["0095", "0096", "0097", "0098"]
+    for copy in shifted:  # each one appended four units below its offset
+        expect, current = copy["queue_offset"] * 20, (copy["queue_offset"] - 4) * 20
+        order = (f"[BUG]logic queue order maybe wrong, expect {expect} current {current} "
+                 "topic %RETRY%GroupA queue 0")
+        assert any(e["kind"] == "log" and e["seq"] > copy["seq"] and e["message"] == order for e in events)
+    assert max(e["offset"] for e in events if e["kind"] == "offset_commit" and e["topic"] == "%RETRY%GroupA"
+               and e["seq"] < line["seq"]) == 279
+    with monkeypatch.context() as m:
+        m.setattr(invariants._Index, "skipped_by_a_reput_begun_inside_a_record",
+                  lambda ix, msg_id, group=None, after_seq=-1: False)
+        failed = _check(result)
+    assert set(failed) == {"no_loss", "at_least_once_redelivery"}
+    for name in failed:
+        assert {v["msg_id"][-4:] for v in failed[name]["violations"]} == {"0095", "0096", "0097", "0098"}
