@@ -127,6 +127,21 @@ and watching the invariant fail again.
 |  |  | dequeue walks that slot's chain for ever: no timer copy due from that slot on comes out | |
 | 1070000724 (combos) | no_loss | 4.9.8: correctDelayOffset lowered 87 -> 80 in memory only; a crash before the first | excuse |
 |  |  | persist; the restart reloaded 87 (1070000650's cause) | |
+| 1070000321, 1070000459 | no_loss | 5.3.3, roll window 3 / 5 slots: timer copies due a window or more past the write | excuse |
+| (combos) |  | time were roll units of an earlier slot (40 s / 49 s); a power failure kept a torn last timer-log unit | |
+|  |  | (its delay past the surviving sector: it named that slot); recoverAndRevise relinked the slot's lastPos | |
+|  |  | to it, whose chain is a later slot's: the roll units were never read again | |
+| 1070000584 (combos) | no_loss | 4.9.8: a #495 stale level unit whose record straddles the recovered commit-log end | excuse |
+|  |  | survives truncateDirtyLogicFiles; start() reputs from its end, inside the next record: the first copy | |
+|  |  | after the restart is never dispatched, the next is appended a unit below its offset, under the groups' | |
+|  |  | committed offset | |
+| 1070000262 (combos) | no_loss, at_least_once_redelivery | the same (the stale unit kept by a store rollback's copy): | excuse |
+|  |  | four retry copies skipped, later retries four units below their offsets, under the offset committed | |
+|  |  | before the rollback | |
+| 1110000046 (like | at_least_once_redelivery | 5.3.3: a 5 s rollback destroyed %RETRY%GroupC copies GroupC-0 had | excuse |
+| 4137813379) |  | pulled; it failed seven after the restart; consumerSendMsgBack looks the message up by the commit-log | |
+|  |  | offset the client sends (no id check): the log had grown over those offsets again, so each send-back | |
+|  |  | stored a retry copy of the message lying there now and answered SUCCESS | |
 
 Since pulls after a broker restart wait for the client's heartbeat (as at both tags), every run with a restart
 changed: the seeds above still hold, but some no longer reach the excuse their test takes out. Those tests moved to
@@ -156,6 +171,8 @@ new witnesses that benchmarks/excuse_coverage.py found (runs that fail without t
 |  |  | its next poll: unit 19 (a #495 unit after two power failures) one poll late | |
 | 1080000086 (like 399) | no_unexpected_errors | 4.9.8: a power failure lost a copy GroupA-1 held; its local retry | 399 |
 |  |  | failed, and the broker's send-back could not look the copy up: the ERROR names the power failure | |
+| 1110000144 (like 4137813379) | bounded_lateness | 5.3.3: after two power failures level 5 delivered #0's copy again | 4137813379, 208 |
+|  |  | from unit 70 (indexed twice); measured from the message's last store (a later send-back) 5 599 ms late | |
 
 No run has reached these excuses since (1 600 generated runs of the gate's shape, 800 of the explorer's
 combinations, and 600 near each seed's own shape, ``--like``): their seeds hold and stay in SEEDS, and their crafted
@@ -170,7 +187,6 @@ of the seed's run is gone with the interleaving it pinned.
 | `_forked_by_a_late_offset_fix` (a late 4.x OFFSET_ILLEGAL fix rewinds a rebalanced queue) | 990000087 |
 | `_Index.below_a_moved_pull_offset_after_a_cq_cut` | 1040000277 |
 | the store's FOUND batch at a readable, undecodable stale unit (a store fix: tests/store/test_message_store.py) | 1000000206 |
-| lateness measured from the copy a delivery read, not the message's last store (`delivery_lateness`; not searched) | 4137813379, 208 |
 | the durable end a power failure leaves read from the disk, not the flushed position (a sim fix; not searched) | 251 |
 
 "like S": generated with S's switches likely (``excuse_coverage.py --like S``; the repro is
