@@ -1545,13 +1545,41 @@ def _retry_made_by(events: list[dict], j: int) -> int:
     return back["reconsume_times"] + 1
 
 
+def _send_back_levels(ix: _Index, ctx: RunContext) -> tuple[int, list[dict]]:
+    """The level each broker send-back stored its retry copy at is the one it names, or 3 + the looked-up copy's
+    reconsumeTimes (the stored copy's count less one), clamped to the table (consumerSendMsgBack, both tags). A
+    later level only delays the retry, which no earliness check sees. The copy is the store the send-back made in
+    its step (the next store of the same millisecond); one of another message (a lookup by a commit-log offset
+    another record now holds) or into the DLQ is judged elsewhere."""
+    checked, violations = 0, []
+    events = ix.events
+    for b in ix.by_kind["send_back"]:
+        if b["result"] != "ok" or b.get("path") != "broker" or events[b["seq"]] is not b:
+            continue
+        made = next((e for e in events[b["seq"] + 1:] if e["kind"] == "store" or e["t_ms"] != b["t_ms"]), None)
+        if made is None or made["kind"] != "store" or made["t_ms"] != b["t_ms"] or made["msg_id"] != b["msg_id"] \
+                or made["topic"] != SCHEDULE_TOPIC:
+            continue
+        checked += 1
+        named = b.get("delay_level") or 0
+        want = min(named if named > 0 else 2 + made["reconsume_times"], ctx.max_delay_level)
+        if made["queue_id"] + 1 != want:
+            violations.append({"msg_id": b["msg_id"], "group": b["group"], "events": ix.quote(b["msg_id"]),
+                               "explanation": f"the send-back at t={b['t_ms']} ms stored retry "
+                                              f"{made['reconsume_times']} at delay level {made['queue_id'] + 1}; "
+                                              f"the broker's rule names level {want}"
+                                              + (" (the level it was asked for)" if named > 0 else
+                                                 " (3 + reconsumeTimes)")})
+    return checked, violations
+
+
 def check_retry_schedule(ix: _Index, ctx: RunContext) -> dict:
     """Retry k comes no sooner than its level's delay after the send-back of attempt k-1 (level 3 + (k-1), or
     the level the send-back named), and a copy in %RETRY% has k >= 1. The deliver time is the store time plus the delay on the broker's wall
     clock (ROCKETMQ.md 11), so a forward step in between shortens the wait by its size, legitimately; after a
-    backwards step correctDeliverTimestamp may deliver at once."""
-    violations = []
-    checked = 0
+    backwards step correctDeliverTimestamp may deliver at once. And each send-back stores its retry at that level
+    (``_send_back_levels``): a later one passes every earliness check."""
+    checked, violations = _send_back_levels(ix, ctx)
     step_times = [e["t_ms"] for e in ix.clock_steps if e.get("by_ms", 0) < 0]
     forward_steps = [(e["seq"], e["by_ms"]) for e in ix.clock_steps if e.get("by_ms", 0) > 0]
     for msg_id, events in ix.by_msg.items():

@@ -31,6 +31,7 @@ PREFERRED: dict[str, tuple[str, ...]] = {
     "dlq_keeps_delay": ("retry-ladder-to-dlq",),
     "dlq_threshold_gt": ("retry-ladder-to-dlq",),
     "retry_level_2_plus_r": ("retry-ladder-to-dlq", "retries-with-flaky-consumers"),
+    "retry_level_4_plus_r": ("retry-ladder-to-dlq", "retries-with-flaky-consumers"),
     "commit_on_failed_send_back": ("flaky-consumer-broker-crash",),
     "fallback_dlq_ge": ("retry-fallback-to-dlq",),
     "no_contains_message_check": ("slow-listener-expired-retry",),

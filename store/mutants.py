@@ -40,6 +40,8 @@ CATALOGUE: dict[str, str] = {
     "dlq_keeps_delay": "#2724 (<=4.9.1): the DLQ copy keeps DELAY and detours through SCHEDULE_TOPIC_XXXX",
     "dlq_threshold_gt": "'>' instead of '>=' for max reconsume times: one retry too many before the DLQ",
     "retry_level_2_plus_r": "retry level 2 + reconsumeTimes instead of 3 + reconsumeTimes",
+    "retry_level_4_plus_r": "retry level 4 + reconsumeTimes instead of 3 + reconsumeTimes: every retry waits one "
+                            "level longer",
     "commit_on_failed_send_back": "client-go #976 / client-cpp #209: the offset is committed although send-back failed",
     "ignore_client_max_reconsume": "consumerSendMsgBack uses the group's retryMaxTimes (16), not the request's "
                                    "maxReconsumeTimes (as for clients before V3_4_9)",
@@ -74,8 +76,6 @@ FIDELITY_ONLY: dict[str, str] = {
 # Bugs considered for the catalogue and left out, with why (printed by ``rmqsim mutants --list``; never counted).
 LEFT_OUT: dict[str, str] = {
     "stale_delay_offsets_after_failover": "#2357 (<4.9.0): needs a slave / DLedger master switch; the store has none",
-    "retry_level_4_plus_r": "retry level 4 + r only delays retries: every invariant checks earliness, none lateness "
-                            "against the level table",
     "delay_level_off_by_one": "the broker's own due time moves with the table, so no_early_delivery cannot see it; "
                               "the retry ladder did not expose it at seed 1",
     "timer_round_floor": "rounding without the precision ceil: the recorded due time is derived from the rounded "

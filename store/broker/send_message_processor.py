@@ -71,6 +71,7 @@ class SendMessageProcessor:
         self.m_dlq_keeps_delay = "dlq_keeps_delay" in mutants
         self.m_dlq_threshold_gt = "dlq_threshold_gt" in mutants
         self.m_retry_level_2_plus_r = "retry_level_2_plus_r" in mutants
+        self.m_retry_level_4_plus_r = "retry_level_4_plus_r" in mutants
         self.m_fallback_dlq_ge = "fallback_dlq_ge" in mutants
         self.m_ignore_client_max_reconsume = "ignore_client_max_reconsume" in mutants
         self.m_reconsume_times_not_bumped = "reconsume_times_not_bumped" in mutants
@@ -189,7 +190,8 @@ class SendMessageProcessor:
                 props[codec.PROPERTY_DELAY_TIME_LEVEL] = "0"
         else:
             if delay_level == 0:
-                delay_level = (2 if self.m_retry_level_2_plus_r else 3) + msg_ext.reconsume_times
+                delay_level = (2 if self.m_retry_level_2_plus_r else 4 if self.m_retry_level_4_plus_r else 3) \
+                    + msg_ext.reconsume_times
             props[codec.PROPERTY_DELAY_TIME_LEVEL] = str(delay_level)
         origin = props.get(codec.PROPERTY_ORIGIN_MESSAGE_ID) or origin_msg_id or msg_ext.msg_id
         props[codec.PROPERTY_ORIGIN_MESSAGE_ID] = origin

@@ -1841,3 +1841,32 @@ def test_no_loss_fails_for_copies_after_a_reput_without_its_conditions():
     assert lost(order_line="expect 140 current 120") == {A}  # another copy's line
     assert lost(order_queue="T queue 1") == {A}  # another queue's line
     assert lost(crash_before_a=True) == {A}  # A stored after the next crash
+
+
+def _send_back_stored_at(level: int, reconsume_times: int = 0, named: int = 0, msg_id: str = A,
+                         topic: str = "SCHEDULE_TOPIC_XXXX") -> H:
+    """A failed attempt ``reconsume_times`` sent back (asking for level ``named``; 0: the broker's 3 + r), and the
+    store the send-back made in its step: ``msg_id``'s copy in ``topic`` at ``level``."""
+    h = H().send(0, A).consume(2, A, status="RECONSUME_LATER", reconsume_times=reconsume_times)
+    h.send_back(2, A, reconsume_times)
+    h.events[-1]["delay_level"] = named
+    h.store(2, msg_id, topic=topic, queue_id=level - 1, reconsume_times=reconsume_times + 1)
+    return h.drain()
+
+
+def test_retry_schedule_checks_the_level_a_send_back_stored_its_retry_at():
+    assert assert_holds("retry_schedule", _send_back_stored_at(3))["checked"] == 1
+    assert_holds("retry_schedule", _send_back_stored_at(5, reconsume_times=2))
+    assert_holds("retry_schedule", _send_back_stored_at(6, reconsume_times=9))  # 3 + 9 clamped to the table's 6
+    assert_holds("retry_schedule", _send_back_stored_at(1, named=1))  # the level the client asked for
+    # one level later only delays the retry: no earliness check sees it (the mutant retry_level_4_plus_r)
+    assert_fails("retry_schedule", _send_back_stored_at(4), A, "stored retry 1 at delay level 4",
+                 "the broker's rule names level 3 (3 + reconsumeTimes)")
+    assert_fails("retry_schedule", _send_back_stored_at(3, named=1), A, "names level 1 (the level it was asked for)")
+
+
+def test_retry_schedule_leaves_a_send_back_that_stored_another_message_or_a_dead_letter():
+    # a lookup by a commit-log offset another record holds now (seed 1110000046); a dead letter: dlq_after_max_retries
+    for h in (_send_back_stored_at(4, msg_id=M2), _send_back_stored_at(1, topic="%DLQ%G")):
+        v = verdict("retry_schedule", h)
+        assert v["holds"] and v["checked"] == 0, v

@@ -31,6 +31,7 @@ CASES = {
     "dlq_keeps_delay": ("retry-ladder-to-dlq", LADDER, 1, "dlq_after_max_retries"),
     "dlq_threshold_gt": ("retry-ladder-to-dlq", LADDER, 1, "dlq_after_max_retries"),
     "retry_level_2_plus_r": ("retry-ladder-to-dlq", LADDER, 1, "retry_schedule"),
+    "retry_level_4_plus_r": ("retry-ladder-to-dlq", LADDER, 1, "retry_schedule"),
     "commit_on_failed_send_back": ("flaky-consumer-broker-crash", (), 1, "no_loss"),
     "fallback_dlq_ge": ("retry-fallback-to-dlq", (), 1, "dlq_after_max_retries"),
     "no_contains_message_check": ("slow-listener-expired-retry", (), 1, "dlq_after_max_retries"),
