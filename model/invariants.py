@@ -10,7 +10,6 @@ not: delay levels, phase times; the groups come from the history's ``consumer_st
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections import defaultdict
 from collections.abc import Callable
@@ -20,7 +19,6 @@ from functools import cached_property
 from .stats import (
     POLL_SLACK_MS,
     PULL_RETRY_MS,
-    Lateness,
     delivery_lateness,
     due_mono_of_preloaded,
     due_mono_of_store,
@@ -1673,40 +1671,6 @@ def _unmarked_file_start_polls(ix: _Index, ctx: RunContext) -> dict[int, list[in
     return out
 
 
-def _torn_tags_code(read_ms: int, stored_ms: int) -> bool:
-    """``read_ms`` is ``stored_ms`` with its last bytes zeroed: the 8-byte big-endian tagsCode of a unit whose
-    write a power failure tore at a sector boundary (the leading bytes reached the platter, the rest did not)."""
-    return read_ms != stored_ms and any(read_ms == stored_ms >> (8 * n) << (8 * n) for n in range(1, 9))
-
-
-def _measured_from_a_torn_unit(ix: _Index, r: Lateness) -> Lateness:
-    """A level delivery whose consume-queue unit a power failure tore, measured from the copy the unit points at.
-
-    A 20-byte unit can straddle a 512-byte sector (unit 25: bytes 500-519): a torn write keeps its commit-log
-    offset and size and zeroes the tagsCode, the deliver time the level trusts. Both eras keep such a unit
-    (ConsumeQueue.recover checks only offset >= 0 and size > 0; the re-dispatch finds it built, "Build consume
-    queue repeatedly"), and the level, FIFO, delivers it when it reaches it, as due. Its deliver event names the
-    torn due time, which no stored copy has, so ``delivery_lateness`` measured it from the message's last stored
-    copy, a later one (explore seed 1000000067, 4.9.8: a level-5 copy stored at 37.6 s, due at 97.6 s, torn by
-    the power failure at 44.3 s, delivered at 97.6 s, was judged 14.7 s late from a copy stored at 82.9 s). The
-    copy is the message's store at the level's queue offset the delivery names, before a power failure; its
-    lateness is measured from that copy's due time. Anything else is left as it was."""
-    deliver = next((e for e in ix.by_msg.get(r.msg_id, ()) if e["kind"] == "deliver" and e["t_ms"] == r.t_ms
-                    and e["level"] == r.level and isinstance(r.level, int)), None)
-    if deliver is None or deliver.get("schedule_queue_offset", -1) < 0:
-        return r
-    stores = [e for e in ix.by_msg[r.msg_id] if is_schedule_store(e) and e["seq"] < deliver["seq"]]
-    if any(e.get("due_ms") == deliver["due_ms"] for e in stores):
-        return r  # paired with its copy already
-    copy = next((e for e in reversed(stores) if e["topic"] == SCHEDULE_TOPIC and e["queue_id"] == r.level - 1
-                 and e["queue_offset"] == deliver["schedule_queue_offset"]), None)
-    if copy is None or "due_ms" not in copy or not _torn_tags_code(deliver["due_ms"], copy["due_ms"]) or not any(
-            copy["seq"] < c["seq"] < deliver["seq"] for c in ix.power_crashes):
-        return r
-    due_mono = due_mono_of_store(copy)
-    return dataclasses.replace(r, due_mono_ms=due_mono, lateness_ms=r.t_ms - due_mono)
-
-
 def check_bounded_lateness(ix: _Index, ctx: RunContext) -> dict:
     """In the drain, a message due well after the last fault is delivered within one poll of its due time.
 
@@ -1747,7 +1711,6 @@ def check_bounded_lateness(ix: _Index, ctx: RunContext) -> dict:
         error_polls[level].append(t_ms)
     first_deliveries: set[tuple] = set()
     for r in delivery_lateness(ix.events):
-        r = _measured_from_a_torn_unit(ix, r) if ix.power_crashes else r
         if (r.msg_id, r.level, r.due_mono_ms) in first_deliveries:
             continue  # the same copy again (a rewound level, a resurrected #495 unit, seed 1655531205): a duplicate
         first_deliveries.add((r.msg_id, r.level, r.due_mono_ms))
