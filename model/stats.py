@@ -91,7 +91,7 @@ def delivery_lateness(events: list[dict]) -> list[Lateness]:
             last_store[e["msg_id"]] = e
             if e["kind"] == "store" and "due_ms" in e:
                 store_by_due[(e["msg_id"], e["due_ms"])] = e
-            if e["topic"] == SCHEDULE_TOPIC and (e["kind"] == "preloaded" or "due_ms" in e):
+            if e["topic"] == SCHEDULE_TOPIC and "queue_offset" in e and (e["kind"] == "preloaded" or "due_ms" in e):
                 copy_at[(e["msg_id"], e["queue_id"], e["queue_offset"])] = e
         elif e["kind"] == "deliver":
             level, offset = e["level"], e.get("schedule_queue_offset", -1)
