@@ -75,9 +75,9 @@ class Lateness:
 def delivery_lateness(events: list[dict]) -> list[Lateness]:
     """One record per delivery of a scheduled copy whose store event the history holds, in history order.
 
-    A level's delivery belongs to the copy it was read from: the latest copy of the message stored before it at
-    the level's queue offset it names (an offset is used again after a consume-queue cut or rollback), measured
-    from that copy's due time. Its own due time may be no copy's: a power failure can tear the unit and zero its
+    A level's delivery belongs to the copy it was read from: the latest copy of the message stored (or preloaded,
+    ``run --from-store``) before it at the level's queue offset it names (an offset is used again after a
+    consume-queue cut or rollback), measured from that copy's due time. Its own due time may be no copy's: a power failure can tear the unit and zero its
     tagsCode (explore seed 1000000067), and the message's last store is then a later copy. Without a copy at its
     offset (a timer delivery, a unit indexed again elsewhere after a power failure) it belongs to the copy stored
     with its due time: a level may deliver a copy again after the message was stored at another level (explore

@@ -250,3 +250,13 @@ def test_a_timer_delivery_is_paired_as_before_with_the_messages_last_store():
               _copy(5000, 10_000, 3, 0), _level_delivery(15_080, B0 + 15_000, 3, 0)]
     records = ms.delivery_lateness(events)
     assert [(r.level, r.due_mono_ms, r.lateness_ms) for r in records] == [("timer", 4000, 300), (3, 15_000, 80)]
+
+
+def test_a_preloaded_copy_is_paired_by_its_queue_offset_too():
+    """``run --from-store``: a copy the store held at the start names its level queue offset (its commit-log
+    record's), so a delivery of it (its unit torn) is not measured from a copy stored after it at another level."""
+    preloaded = {"kind": "preloaded", "msg_id": "A", "topic": ms.SCHEDULE_TOPIC, "queue_id": 1, "queue_offset": 5,
+                 "t_ms": 0, "broker_ms": B0, "deliver_ms": B0 + 3000, "state": "pending"}
+    events = [preloaded, _copy(1000, 10_000, 3, 0), _level_delivery(3070, _torn(B0 + 3000), 2, 5)]
+    records = ms.delivery_lateness(events)
+    assert [(r.level, r.due_mono_ms, r.lateness_ms) for r in records] == [(2, 3000, 70)]
