@@ -1382,6 +1382,48 @@ def test_a_gap_at_a_graceful_shutdown_excuses_a_repeat_only_behind_a_failed_asyn
                  "from level 1 again after a graceful restart (first at t=1000 ms)", context=ASYNC)
 
 
+def _level_again_after_a_shutdown_and_a_crash(persist_after_repeat: bool = False, stop_kind: str = "process") -> H:
+    """Explore seed 1110000228 like 990000012 (5.3.3, asynchronous delivery): level 1's unit 1 had a resend pending
+    at the graceful shutdown (its put failed; the table written then stayed at 1) while 0, 2 and 3 had gone out; the
+    restart put 1-3 again (the shutdown's repeat); a broker crash before the first delayOffset.json write of that
+    run (10 s after its start) sent the level back to 1 once more, 29 s after the units' first delivery."""
+    msgs = (A, M2, "CCCC0003", "DDDD0004")
+    h = H()
+    for m in msgs:
+        h.send(0, m, level=1)
+    h.deliver(1000, msgs[0], 1, B0 + 1000, sq_offset=0)
+    h.add(1000, "fault", site="commitlog.put", action="fail", detail="T")
+    for unit in (2, 3):
+        h.deliver(1000, msgs[unit], 1, B0 + 1000, sq_offset=unit)
+    h.crash(1200, crash_kind="shutdown").add(1200, "persist", file="delayOffset.json").restart(20_000)
+    h.events[-1]["last_exit_ok"] = True
+    for unit in (1, 2, 3):
+        h.deliver(21_000, msgs[unit], 1, B0 + 1000, sq_offset=unit)
+    if persist_after_repeat:
+        h.add(25_000, "persist", file="delayOffset.json")
+    h.crash(30_000, crash_kind=stop_kind)
+    if stop_kind == "shutdown":
+        h.add(30_000, "persist", file="delayOffset.json")
+    h.restart(32_000)
+    h.events[-1]["last_exit_ok"] = stop_kind == "shutdown"
+    for unit in (1, 2, 3):
+        h.deliver(35_000, msgs[unit], 1, B0 + 1000, sq_offset=unit)
+    return h
+
+
+def test_duplicates_judges_a_level_repeat_by_a_crash_that_lost_the_repeats_advance():
+    # 1-3 came again at 21 s (the shutdown's async head) and once more at 35 s: the crash at 30 s is 29 s after
+    # 2 and 3's first delivery, but no delayOffset.json write followed their repeat
+    assert_holds("duplicates", _level_again_after_a_shutdown_and_a_crash(), ASYNC)
+    # a write after the repeat held the level past 3: the crash lost nothing of it
+    assert_fails("duplicates", _level_again_after_a_shutdown_and_a_crash(persist_after_repeat=True), "CCCC0003",
+                 "deliver repeated at t=35000 ms", "outside every persist window", context=ASYNC)
+    # a graceful shutdown wrote the table (no put of that run failed: no head waited): no crash lost it
+    assert_fails("duplicates", _level_again_after_a_shutdown_and_a_crash(stop_kind="shutdown"), M2,
+                 "from level 1 again after a graceful restart (first at t=21000 ms)", "did not persist the delay offsets",
+                 context=ASYNC)
+
+
 def test_duplicates_holds_for_a_timer_slot_a_graceful_restart_left_unfinished():
     # The slot of B0 + 4000 still had a put retrying at the shutdown: its checkpointed read time is that slot.
     h = H().send(0, A).deliver(5000, A, "timer", B0 + 5000)

@@ -1468,3 +1468,44 @@ def test_retry_copies_shifted_below_the_offset_committed_before_a_rollback_by_a_
     assert set(failed) == {"no_loss", "at_least_once_redelivery"}
     for name in failed:
         assert {v["msg_id"][-4:] for v in failed[name]["violations"]} == {"0095", "0096", "0097", "0098"}
+
+
+def test_a_level_repeat_after_a_graceful_restart_is_lost_again_by_a_crash_before_the_first_write(monkeypatch):
+    """Seed 1110000228 (like 990000012, 5.3.3, asynchronous delivery): level 3's puts of units 16, 18, 22, 30, 35
+    and 37 failed at 10.3-10.7 s and their resends were pending at the graceful shutdown at 10.903 s (the message
+    store stops first), so delayOffset.json kept level 3 at 16 while 17-29 and more had gone out. The restart at
+    11.403 s put them all again from 16 at 12.403 s (``_behind_an_unfinished_async_head``'s repeat). Its run
+    wrote no delayOffset.json: the first write waits 10 s after a start, and the broker crashed at 21.403 s, in
+    the consumerOffset.json write due then (crash_before_offset_flush). The restart at 21.903 s read the table at
+    16 again and level 3 put 16 on once more at 22.903 s. The check measured the crash window from each unit's
+    first delivery (10.5-10.6 s, 10.8 s before the crash) and not from the repeat whose advance the crash lost:
+    an invariant bug (``_crash_lost_a_repeats_advance``)."""
+    import model.invariants as invariants
+
+    result = _run_file("explore-1110000228-like-990000012", 1110000228)
+    assert not _failed(result)
+    events = result.history.events
+    assert _broker_stops_and_starts(events) == [
+        ("crash", 10_903, "shutdown"), ("restart", 11_403, None), ("crash", 21_403, "process"),
+        ("restart", 21_903, None), ("crash", 25_785, "shutdown"), ("restart", 26_285, None)]
+    shutdown, restart, crash, again = [e for e in events if e["kind"] in ("crash", "restart")
+                                       and e["target"] == "broker"][:4]
+    assert crash["site"] == "persist.consumerOffset.json"
+    assert not [p for p in events if p["kind"] == "persist" and p["file"] == "delayOffset.json"
+                and restart["seq"] < p["seq"] < crash["seq"]]
+    first_run = _level_3_units(events, -1, shutdown["seq"])
+    assert {16, 18, 22, 30, 35, 37}.isdisjoint(first_run) and set(range(16)) <= first_run and 29 in first_run
+    second_run = [e for e in events if e["kind"] == "deliver" and e["level"] == 3
+                  and restart["seq"] < e["seq"] < crash["seq"]]
+    assert min(e["schedule_queue_offset"] for e in second_run) == 16 and second_run[0]["t_ms"] == 12_403
+    third_run = [e for e in events if e["kind"] == "deliver" and e["level"] == 3 and e["seq"] > again["seq"]]
+    assert min(e["schedule_queue_offset"] for e in third_run) == 16 and third_run[0]["t_ms"] == 22_903
+    monkeypatch.setattr(invariants, "_crash_lost_a_repeats_advance", lambda earlier, again, cuts, persists: False)
+    violations = _check(result)["duplicates"]["violations"]
+    # 31-49 (first out at 10.7-10.9 s) lie in the window of GroupC-1's crash at 19.684 s; 18 and 22 first came
+    # at 12.403 s, 9 s before the broker's crash
+    units = {(e["schedule_queue_offset"], e["msg_id"]) for e in third_run if e["t_ms"] == 22_903}
+    assert len(violations) == 11 and {v["msg_id"] for v in violations} == {
+        m for u, m in units if u in (17, 19, 20, 21, 23, 24, 25, 26, 27, 28, 29)}
+    assert all("deliver repeated at t=22903 ms" in v["explanation"] and "outside every persist window"
+               in v["explanation"] for v in violations)
