@@ -138,6 +138,10 @@ and watching the invariant fail again.
 | 1070000262 (combos) | no_loss, at_least_once_redelivery | the same (the stale unit kept by a store rollback's copy): | excuse |
 |  |  | four retry copies skipped, later retries four units below their offsets, under the offset committed | |
 |  |  | before the rollback | |
+| 1110000228 (like | duplicates | 5.3.3 async: resends pending at a graceful shutdown kept level 3's table at 16 (17-29 | invariant bug |
+| 990000012) |  | out); the restart put 16 on again; a crash in the first consumerOffset.json write (10 s after that | |
+|  |  | start, before any delayOffset.json write) lost that repeat: 17-29 a third time, judged only from their | |
+|  |  | first delivery | |
 | 1110000046 (like | at_least_once_redelivery | 5.3.3: a 5 s rollback destroyed %RETRY%GroupC copies GroupC-0 had | excuse |
 | 4137813379) |  | pulled; it failed seven after the restart; consumerSendMsgBack looks the message up by the commit-log | |
 |  |  | offset the client sends (no id check): the log had grown over those offsets again, so each send-back | |
