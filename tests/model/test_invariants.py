@@ -1911,3 +1911,38 @@ def test_retry_schedule_leaves_a_send_back_that_stored_another_message_or_a_dead
     for h in (_send_back_stored_at(4, msg_id=M2), _send_back_stored_at(1, topic="%DLQ%G")):
         v = verdict("retry_schedule", h)
         assert v["holds"] and v["checked"] == 0, v
+
+
+def _level_repeat_after_a_far_broker_crash(consumer_crash_t: int | None) -> H:
+    h = H().send(0, A, level=1).deliver(1000, A, 1, B0 + 1000)
+    if consumer_crash_t is not None:
+        h.crash(consumer_crash_t, target="G-0").restart(consumer_crash_t + 500, target="G-0")
+    h.add(11_000, "persist", file="delayOffset.json")
+    h.crash(40_000).restart(40_500)
+    return h.deliver(41_500, A, 1, B0 + 1000).in_time_order().drain(50_000)
+
+
+def test_duplicates_open_no_level_window_at_a_consumer_crash():
+    # the broker crash came 39 s after the delivery, with delayOffset.json written in between: outside its window;
+    # a consumer's crash 1 s after the delivery cannot explain the level's repeat
+    for consumer_crash_t in (None, 2000):
+        assert_fails("duplicates", _level_repeat_after_a_far_broker_crash(consumer_crash_t), A,
+                     "deliver repeated at t=41500 ms", "outside every persist window")
+
+
+def _timer_read_at_each_restart(last_crash_t: int) -> H:
+    """Seed 1100000549's shape: a timer slot read again after a graceful restart (its checkpointed read time still
+    at the slot), and a crash at ``last_crash_t``, more than the window after the first read."""
+    h = H().send(0, A).deliver(1000, A, "timer", B0 + 1000, sq_offset=-1)
+    _clean_restart(h, 3000, 6000).deliver(6000, A, "timer", B0 + 1000, sq_offset=-1)
+    h.events[-3]["timer_read_ms"] = B0  # the shutdown's checkpoint: the slot of B0 + 1000 not read to its end
+    h.crash(last_crash_t).restart(last_crash_t + 1000)
+    return h.deliver(last_crash_t + 1000, A, "timer", B0 + 1000, sq_offset=-1).drain(60_000)
+
+
+def test_duplicates_judge_a_timer_repeat_by_the_crash_window_of_its_latest_read():
+    # 25 s after the first read, 19 s after the latest: the crash lost the latest read's progress
+    assert_holds("duplicates", _timer_read_at_each_restart(25_000))
+    # 29 s after the latest read: outside every window
+    assert_fails("duplicates", _timer_read_at_each_restart(35_000), A, "deliver repeated at t=36000 ms",
+                 "outside every persist window")
