@@ -625,8 +625,8 @@ def _result_thrown_away(line: bool = True, rolled_away: bool = True, client: str
         h.consume(35_501, M2, status="RECONSUME_LATER", reconsume_times=1, queue_offset=8)
     if line:
         h.add(line_t, "log", level="WARN", logger=f"RocketmqClient@{client}", fault_site=None,
-              message=f"processQueue is dropped without process consume result. MessageQueue(topic='{topic}', "
-                      f"broker_name='broker-a', queue_id={queue_id})")
+              message="processQueue is dropped without process consume result. "
+                      f"MessageQueue(topic='{topic}', broker_name='broker-a', queue_id={queue_id})")
     return h.drain(40_000).in_time_order()
 
 
@@ -639,8 +639,8 @@ def test_redelivery_holds_when_a_rollback_destroyed_the_consumed_copy_and_the_re
 
 def test_redelivery_fails_when_the_result_was_processed_or_thrown_away_elsewhere_or_the_copy_survived():
     c = ctx(drain_start_ms=40_000)
-    for h in (_result_thrown_away(line=False),  # the result was processed: its send-back or local retry follows
-              _result_thrown_away(rolled_away=False),  # the copy survived: the new ProcessQueue pulls it again
+    for h in (_result_thrown_away(line=False),  # the result was processed: a send-back or local retry follows
+              _result_thrown_away(rolled_away=False),  # the copy survived: a new ProcessQueue pulls it again
               _result_thrown_away(client="G-1"),  # another instance threw its result away
               _result_thrown_away(topic="%RETRY%G"),  # another queue's ProcessQueue was dropped
               _result_thrown_away(queue_id=1),
@@ -931,8 +931,8 @@ def _ladder_forked_by_a_rebalance(repeat_offset: int = 1, repeat_sent_back: str 
     def dropped(t_ms: int) -> None:
         client, topic, queue_id = drop
         h.add(t_ms, "log", level="WARN", logger=f"RocketmqClient@{client}", fault_site=None,
-              message=f"processQueue is dropped without process consume result. MessageQueue(topic='{topic}', "
-                      f"broker_name='broker-a', queue_id={queue_id})")
+              message="processQueue is dropped without process consume result. "
+                      f"MessageQueue(topic='{topic}', broker_name='broker-a', queue_id={queue_id})")
 
     if drop is not None and not drop_after_the_repeat:
         dropped(10_800)

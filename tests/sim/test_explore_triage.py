@@ -1436,14 +1436,14 @@ def test_retry_copies_shifted_below_the_offset_committed_before_a_rollback_by_a_
 
 
 def test_a_failed_result_thrown_away_on_a_dropped_queue_after_a_rollback_destroyed_its_copy(monkeypatch):
-    """Seed 1070000814 (combos, 5.3.3): the timer delivered slots 39-42 s (broker time) again at the restart at
-    45.571 s; TopicA units 381-398 are the delivered copies of 18 timer messages of slot 40 s. GroupA-0 pulled
-    them; the rollback at 49.244 s (to a copy of 44.244 s) destroyed those copies and, with today's timercheck,
-    left the timer's read time past their slot: the timer never delivers them again. GroupA-0 failed each from
-    its ProcessQueue at 50.076 s, the broker was down for both send-backs, and the local retry began 5 s later;
-    while it ran the pull answered OFFSET_ILLEGAL (441 -> 372), the client dropped the queue, and at 55.576 s
-    it threw away the 18 failed results ("processQueue is dropped without process consume result"): no
-    send-back, no local retry, and the new pull from 372 reads other messages where they lay."""
+    """Seed 1070000814 (combos, 5.3.3): the timer delivered slots 39-42 s (broker time) again at the restart
+    at 45.571 s; TopicA units 381-398 are the delivered copies of 18 timer messages of slot 40 s. GroupA-0
+    pulled them; the rollback at 49.244 s (to a copy of 44.244 s) destroyed those copies and, with today's
+    timercheck, left the timer's read time past their slot: the timer never delivers them again. GroupA-0
+    failed each from its ProcessQueue at 50.076 s, the broker was down for both send-backs, and the local
+    retry began 5 s later; while it ran the pull answered OFFSET_ILLEGAL (441 -> 372), the client dropped the
+    queue, and at 55.576 s it threw away the 18 failed results ("processQueue is dropped without process
+    consume result"): no send-back, no local retry, and the new pull from 372 reads other messages there."""
     import model.invariants as invariants
 
     result = _run_file("explore-1070000814-combos", 1070000814)
