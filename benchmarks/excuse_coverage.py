@@ -35,8 +35,9 @@ def _rules(inv) -> dict:
 
     paired = inv._fallback_that_stored
 
-    def from_the_last_store(events):  # lateness before seeds 4137813379 and 208: from the message's last store
-        return delivery_lateness([dict(e, due_ms=-1) if e["kind"] == "store" and "due_ms" in e else e
+    def from_the_last_store(events):  # lateness before seeds 4137813379, 208, 1000000067: the message's last store
+        return delivery_lateness([dict(e, due_ms=-1) if e["kind"] == "store" and "due_ms" in e
+                                  else dict(e, schedule_queue_offset=-1) if e["kind"] == "deliver" else e
                                   for e in events])
 
     return {
@@ -45,7 +46,6 @@ def _rules(inv) -> dict:
         "_copies_of_repeated_deliveries": lambda ix: set(),
         "_unmarked_file_starts": lambda ix, ctx: {},
         "_unmarked_file_start_polls": lambda ix, ctx: {},
-        "_measured_from_a_torn_unit": lambda ix, r: r,
         "_retry_made_by": lambda events, j: events[j]["reconsume_times"] + 1,
         "_fallback_that_stored": lambda events, group, via, r, before_seq: paired(
             events, group, {"level": 0, "seq": -1}, r, before_seq),

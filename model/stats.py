@@ -75,24 +75,36 @@ class Lateness:
 def delivery_lateness(events: list[dict]) -> list[Lateness]:
     """One record per delivery of a scheduled copy whose store event the history holds, in history order.
 
-    A level's delivery belongs to the copy stored with its due time: a copy a level delivers again (a unit a power
-    failure left twice in the consume queue, explore seed 4137813379) may come after the message was stored again
-    at another level, and measured from that later store its lateness would be another copy's."""
+    A level's delivery belongs to the copy it was read from: the latest copy of the message stored (or preloaded,
+    ``run --from-store``) before it at the level's queue offset it names (an offset is used again after a
+    consume-queue cut or rollback), measured from that copy's due time. Its own due time may be no copy's: a power failure can tear the unit and zero its
+    tagsCode (explore seed 1000000067), and the message's last store is then a later copy. Without a copy at its
+    offset (a timer delivery, a unit indexed again elsewhere after a power failure) it belongs to the copy stored
+    with its due time: a level may deliver a copy again after the message was stored at another level (explore
+    seed 4137813379); else to the message's last store."""
     last_store: dict[str, dict] = {}
     store_by_due: dict[tuple[str, int], dict] = {}
+    copy_at: dict[tuple[str, int, int], dict] = {}  # (msg_id, level queue, queue offset) -> the latest copy there
     out = []
     for e in events:
         if is_schedule_store(e) or is_pending_preloaded(e):  # the broker_ms of a preloaded copy is the run's start
             last_store[e["msg_id"]] = e
             if e["kind"] == "store" and "due_ms" in e:
                 store_by_due[(e["msg_id"], e["due_ms"])] = e
+            if e["topic"] == SCHEDULE_TOPIC and "queue_offset" in e and (e["kind"] == "preloaded" or "due_ms" in e):
+                copy_at[(e["msg_id"], e["queue_id"], e["queue_offset"])] = e
         elif e["kind"] == "deliver":
-            store = store_by_due.get((e["msg_id"], e["due_ms"])) or last_store.get(e["msg_id"])
-            if store is None:
-                continue
-            due_mono = (due_mono_of_preloaded(store) if store["kind"] == "preloaded"
-                        else store["t_ms"] + max(0, e["due_ms"] - store["broker_ms"]))
-            out.append(Lateness(e["msg_id"], e["level"], e["t_ms"], due_mono, e["t_ms"] - due_mono,
+            level, offset = e["level"], e.get("schedule_queue_offset", -1)
+            copy = copy_at.get((e["msg_id"], level - 1, offset)) if isinstance(level, int) and offset >= 0 else None
+            if copy is not None:
+                due_mono = due_mono_of_preloaded(copy) if copy["kind"] == "preloaded" else due_mono_of_store(copy)
+            else:
+                store = store_by_due.get((e["msg_id"], e["due_ms"])) or last_store.get(e["msg_id"])
+                if store is None:
+                    continue
+                due_mono = (due_mono_of_preloaded(store) if store["kind"] == "preloaded"
+                            else store["t_ms"] + max(0, e["due_ms"] - store["broker_ms"]))
+            out.append(Lateness(e["msg_id"], level, e["t_ms"], due_mono, e["t_ms"] - due_mono,
                                 e["topic"].startswith(RETRY_PREFIX)))
     return out
 

@@ -603,7 +603,6 @@ def test_redelivery_fails_when_the_local_retry_outlived_its_consumer_or_the_cons
         assert_fails("at_least_once_redelivery", h, A, "attempt 0", "never delivered to G again", context=c)
 
 
-
 def _result_thrown_away(line: bool = True, rolled_away: bool = True, client: str = "G-0", topic: str = "T",
                         queue_id: int = 0, line_t: int = 35_501, batch: bool = False) -> H:
     """Seed 1070000814 (combos): A's copy is stored and pulled; a rollback to an older copy destroys it; the
@@ -931,8 +930,8 @@ def _ladder_forked_by_a_rebalance(repeat_offset: int = 1, repeat_sent_back: str 
     def dropped(t_ms: int) -> None:
         client, topic, queue_id = drop
         h.add(t_ms, "log", level="WARN", logger=f"RocketmqClient@{client}", fault_site=None,
-              message="processQueue is dropped without process consume result. "
-                      f"MessageQueue(topic='{topic}', broker_name='broker-a', queue_id={queue_id})")
+              message=f"processQueue is dropped without process consume result. MessageQueue(topic='{topic}', "
+                      f"broker_name='broker-a', queue_id={queue_id})")
 
     if drop is not None and not drop_after_the_repeat:
         dropped(10_800)
@@ -1302,14 +1301,13 @@ def test_bounded_lateness_measures_a_torn_level_unit_from_the_copy_it_points_at(
     # zeroed tagsCode, or only its last four bytes (the sector boundary 4 bytes into it): 50 ms late, not 22 s
     assert assert_holds("bounded_lateness", _torn_unit_delivered())["checked"] == 2
     assert_holds("bounded_lateness", _torn_unit_delivered(due_ms=(B0 + 62_000) >> 32 << 32))
+    # the queue offset names the copy (model.stats.delivery_lateness), whatever the unit said or the crash was
+    assert_holds("bounded_lateness", _torn_unit_delivered(crash_kind="process"))
+    assert_holds("bounded_lateness", _torn_unit_delivered(due_ms=B0 + 1234))
 
 
-def test_bounded_lateness_fails_for_a_torn_unit_without_its_conditions_or_delivered_late():
-    # a process crash tears nothing: measured from the last stored copy (40 s), as before
-    assert_fails("bounded_lateness", _torn_unit_delivered(crash_kind="process"), A, "delivered 22050 ms late")
-    # a due time that is no torn form of the copy's
-    assert_fails("bounded_lateness", _torn_unit_delivered(due_ms=B0 + 1234), A, "delivered 22050 ms late")
-    # no copy of A at the queue offset the delivery names
+def test_bounded_lateness_fails_for_a_level_delivery_without_a_copy_at_its_offset_or_delivered_late():
+    # no copy of A at the queue offset the delivery names: measured from the last stored copy (40 s), as before
     assert_fails("bounded_lateness", _torn_unit_delivered(sq_offset=26), A, "delivered 22050 ms late")
     # the torn unit's copy is still judged: 2 s after its due time
     assert_fails("bounded_lateness", _torn_unit_delivered(t_deliver=64_000), A, "due at t=62000 ms",
@@ -1425,6 +1423,48 @@ def test_a_gap_at_a_graceful_shutdown_excuses_a_repeat_only_behind_a_failed_asyn
                  "from level 1 again after a graceful restart (first at t=1000 ms)")
     assert_fails("duplicates", _level_again_after_two_graceful_restarts(failed_put=False), behind,
                  "from level 1 again after a graceful restart (first at t=1000 ms)", context=ASYNC)
+
+
+def _level_again_after_a_shutdown_and_a_crash(persist_after_repeat: bool = False, stop_kind: str = "process") -> H:
+    """Explore seed 1110000228 like 990000012 (5.3.3, asynchronous delivery): level 1's unit 1 had a resend pending
+    at the graceful shutdown (its put failed; the table written then stayed at 1) while 0, 2 and 3 had gone out; the
+    restart put 1-3 again (the shutdown's repeat); a broker crash before the first delayOffset.json write of that
+    run (10 s after its start) sent the level back to 1 once more, 29 s after the units' first delivery."""
+    msgs = (A, M2, "CCCC0003", "DDDD0004")
+    h = H()
+    for m in msgs:
+        h.send(0, m, level=1)
+    h.deliver(1000, msgs[0], 1, B0 + 1000, sq_offset=0)
+    h.add(1000, "fault", site="commitlog.put", action="fail", detail="T")
+    for unit in (2, 3):
+        h.deliver(1000, msgs[unit], 1, B0 + 1000, sq_offset=unit)
+    h.crash(1200, crash_kind="shutdown").add(1200, "persist", file="delayOffset.json").restart(20_000)
+    h.events[-1]["last_exit_ok"] = True
+    for unit in (1, 2, 3):
+        h.deliver(21_000, msgs[unit], 1, B0 + 1000, sq_offset=unit)
+    if persist_after_repeat:
+        h.add(25_000, "persist", file="delayOffset.json")
+    h.crash(30_000, crash_kind=stop_kind)
+    if stop_kind == "shutdown":
+        h.add(30_000, "persist", file="delayOffset.json")
+    h.restart(32_000)
+    h.events[-1]["last_exit_ok"] = stop_kind == "shutdown"
+    for unit in (1, 2, 3):
+        h.deliver(35_000, msgs[unit], 1, B0 + 1000, sq_offset=unit)
+    return h
+
+
+def test_duplicates_judges_a_level_repeat_by_a_crash_that_lost_the_repeats_advance():
+    # 1-3 came again at 21 s (the shutdown's async head) and once more at 35 s: the crash at 30 s is 29 s after
+    # 2 and 3's first delivery, but no delayOffset.json write followed their repeat
+    assert_holds("duplicates", _level_again_after_a_shutdown_and_a_crash(), ASYNC)
+    # a write after the repeat held the level past 3: the crash lost nothing of it
+    assert_fails("duplicates", _level_again_after_a_shutdown_and_a_crash(persist_after_repeat=True), "CCCC0003",
+                 "deliver repeated at t=35000 ms", "outside every persist window", context=ASYNC)
+    # a graceful shutdown wrote the table (no put of that run failed: no head waited): no crash lost it
+    assert_fails("duplicates", _level_again_after_a_shutdown_and_a_crash(stop_kind="shutdown"), M2,
+                 "from level 1 again after a graceful restart (first at t=21000 ms)", "did not persist the delay offsets",
+                 context=ASYNC)
 
 
 def test_duplicates_holds_for_a_timer_slot_a_graceful_restart_left_unfinished():

@@ -138,6 +138,10 @@ and watching the invariant fail again.
 | 1070000262 (combos) | no_loss, at_least_once_redelivery | the same (the stale unit kept by a store rollback's copy): | excuse |
 |  |  | four retry copies skipped, later retries four units below their offsets, under the offset committed | |
 |  |  | before the rollback | |
+| 1110000228 (like | duplicates | 5.3.3 async: resends pending at a graceful shutdown kept level 3's table at 16 (17-29 | invariant bug |
+| 990000012) |  | out); the restart put 16 on again; a crash in the first consumerOffset.json write (10 s after that | |
+|  |  | start, before any delayOffset.json write) lost that repeat: 17-29 a third time, judged only from their | |
+|  |  | first delivery | |
 | 1110000046 (like | at_least_once_redelivery | 5.3.3: a 5 s rollback destroyed %RETRY%GroupC copies GroupC-0 had | excuse |
 | 4137813379) |  | pulled; it failed seven after the restart; consumerSendMsgBack looks the message up by the commit-log | |
 |  |  | offset the client sends (no id check): the log had grown over those offsets again, so each send-back | |
@@ -921,14 +925,39 @@ def test_a_resend_of_a_put_correct_deliver_timestamp_made_at_once_is_not_early(m
     assert _check(result)["no_early_delivery"]["violation_count"] == 11
 
 
+def _lateness_from_the_due_time_or_the_last_store(events: list[dict]) -> list:
+    """``model.stats.delivery_lateness`` before level deliveries were paired by queue offset: the copy stored with
+    the delivery's due time, else the message's last store (planted to show what the pairing by offset fixed)."""
+    import model.stats as ms
+
+    last_store: dict = {}
+    store_by_due: dict = {}
+    out = []
+    for e in events:
+        if ms.is_schedule_store(e) or ms.is_pending_preloaded(e):
+            last_store[e["msg_id"]] = e
+            if e["kind"] == "store" and "due_ms" in e:
+                store_by_due[(e["msg_id"], e["due_ms"])] = e
+        elif e["kind"] == "deliver":
+            store = store_by_due.get((e["msg_id"], e["due_ms"])) or last_store.get(e["msg_id"])
+            if store is None:
+                continue
+            due_mono = (ms.due_mono_of_preloaded(store) if store["kind"] == "preloaded"
+                        else store["t_ms"] + max(0, e["due_ms"] - store["broker_ms"]))
+            out.append(ms.Lateness(e["msg_id"], e["level"], e["t_ms"], due_mono, e["t_ms"] - due_mono,
+                                   e["topic"].startswith(ms.RETRY_PREFIX)))
+    return out
+
+
 def test_a_level_unit_torn_by_a_power_failure_is_measured_from_the_copy_it_points_at(monkeypatch):
     """Triaged from 600 generated runs (seeds 1000000000-1000000599): 4.9.8, the power failure at 44.332 s tore
     level 5's consume queue at byte 512: unit 25 (bytes 500-519, ...0020's copy stored at 37.604 s, due at
-    97.604 s) kept its offset and size and lost its tagsCode. The level delivered it at 97.625 s (due_ms 0); the
-    message, retried since, had a later level-5 copy stored at 82.927 s, from which that delivery was measured:
-    14698 ms late. (Since pulls from a group the restarted broker has no heartbeat from answer
-    SUBSCRIPTION_NOT_EXIST, the later copy is the one due at 91.029 s: 6596 ms late.)"""
+    97.604 s) kept its offset and size and lost its tagsCode. The level delivered it at 97.625 s (due_ms 0), on
+    time. ``delivery_lateness`` pairs it with the copy at level 5's queue offset 25 (21 ms late); paired with the
+    message's last store, a later level-5 copy stored at 91.029 s, it was 6596 ms late (the summary's level-5
+    maximum) and bounded_lateness failed."""
     import model.invariants as invariants
+    from model.stats import delivery_lateness, max_lateness_by_level
 
     result = _run(1000000067)
     assert not _failed(result)
@@ -937,7 +966,16 @@ def test_a_level_unit_torn_by_a_power_failure_is_measured_from_the_copy_it_point
     assert (torn["t_ms"], torn["level"], torn["schedule_queue_offset"]) == (97_625, 5, 25)
     power = [e["t_ms"] for e in events if e["kind"] == "crash" and e.get("crash_kind") == "power"]
     assert power and power[0] == 44_332
-    monkeypatch.setattr(invariants, "_measured_from_a_torn_unit", lambda ix, r: r)
+    (copy,) = [e for e in events if e["kind"] == "store" and e["msg_id"] == torn["msg_id"]
+               and e["topic"] == "SCHEDULE_TOPIC_XXXX" and e["queue_id"] == 4 and e["queue_offset"] == 25]
+    assert (copy["t_ms"], copy["due_ms"] - copy["broker_ms"]) == (37_604, 60_000)
+    (r,) = [r for r in delivery_lateness(events) if r.msg_id == torn["msg_id"] and r.t_ms == torn["t_ms"]]
+    assert (r.due_mono_ms, r.lateness_ms) == (97_604, 21)
+    assert result.summary["stats"]["lateness_max_ms_by_level"]["5"] == 96
+    # planted: the pairing before, by due time or else the message's last store
+    old = _lateness_from_the_due_time_or_the_last_store(events)
+    assert max_lateness_by_level(old)["5"] == 6596
+    monkeypatch.setattr(invariants, "delivery_lateness", _lateness_from_the_due_time_or_the_last_store)
     (v,) = _check(result)["bounded_lateness"]["violations"]
     assert v["msg_id"].endswith("0020") and "delivered 6596 ms late" in v["explanation"]
 
@@ -1334,7 +1372,8 @@ def test_a_level_unit_indexed_twice_is_measured_from_its_own_copy(monkeypatch):
     level_5 = [(e["t_ms"], e["schedule_queue_offset"], e["due_ms"]) for e in events if e["kind"] == "deliver"
                and e["msg_id"].endswith("60000000") and e["level"] == 5 and e["topic"] == "%RETRY%GroupA"]
     assert level_5[:2] == [(107_282, 0, 1_700_000_107_205), (113_082, 70, 1_700_000_107_205)]
-    last_store_only = [dict(e, due_ms=-1) if e["kind"] == "store" and "due_ms" in e else e for e in events]
+    last_store_only = [dict(e, due_ms=-1) if e["kind"] == "store" and "due_ms" in e  # nor paired by queue offset
+                       else dict(e, schedule_queue_offset=-1) if e["kind"] == "deliver" else e for e in events]
     assert len(stats.delivery_lateness(last_store_only)) == len(stats.delivery_lateness(events))
     monkeypatch.setattr(invariants, "delivery_lateness", lambda evs: stats.delivery_lateness(last_store_only))
     (late,) = _check(result)["bounded_lateness"]["violations"]
@@ -1433,6 +1472,47 @@ def test_retry_copies_shifted_below_the_offset_committed_before_a_rollback_by_a_
     assert set(failed) == {"no_loss", "at_least_once_redelivery"}
     for name in failed:
         assert {v["msg_id"][-4:] for v in failed[name]["violations"]} == {"0095", "0096", "0097", "0098"}
+
+
+def test_a_level_repeat_after_a_graceful_restart_is_lost_again_by_a_crash_before_the_first_write(monkeypatch):
+    """Seed 1110000228 (like 990000012, 5.3.3, asynchronous delivery): level 3's puts of units 16, 18, 22, 30, 35
+    and 37 failed at 10.3-10.7 s and their resends were pending at the graceful shutdown at 10.903 s (the message
+    store stops first), so delayOffset.json kept level 3 at 16 while 17-29 and more had gone out. The restart at
+    11.403 s put them all again from 16 at 12.403 s (``_behind_an_unfinished_async_head``'s repeat). Its run
+    wrote no delayOffset.json: the first write waits 10 s after a start, and the broker crashed at 21.403 s, in
+    the consumerOffset.json write due then (crash_before_offset_flush). The restart at 21.903 s read the table at
+    16 again and level 3 put 16 on once more at 22.903 s. The check measured the crash window from each unit's
+    first delivery (10.5-10.6 s, 10.8 s before the crash) and not from the repeat whose advance the crash lost:
+    an invariant bug (``_crash_lost_a_repeats_advance``)."""
+    import model.invariants as invariants
+
+    result = _run_file("explore-1110000228-like-990000012", 1110000228)
+    assert not _failed(result)
+    events = result.history.events
+    assert _broker_stops_and_starts(events) == [
+        ("crash", 10_903, "shutdown"), ("restart", 11_403, None), ("crash", 21_403, "process"),
+        ("restart", 21_903, None), ("crash", 25_785, "shutdown"), ("restart", 26_285, None)]
+    shutdown, restart, crash, again = [e for e in events if e["kind"] in ("crash", "restart")
+                                       and e["target"] == "broker"][:4]
+    assert crash["site"] == "persist.consumerOffset.json"
+    assert not [p for p in events if p["kind"] == "persist" and p["file"] == "delayOffset.json"
+                and restart["seq"] < p["seq"] < crash["seq"]]
+    first_run = _level_3_units(events, -1, shutdown["seq"])
+    assert {16, 18, 22, 30, 35, 37}.isdisjoint(first_run) and set(range(16)) <= first_run and 29 in first_run
+    second_run = [e for e in events if e["kind"] == "deliver" and e["level"] == 3
+                  and restart["seq"] < e["seq"] < crash["seq"]]
+    assert min(e["schedule_queue_offset"] for e in second_run) == 16 and second_run[0]["t_ms"] == 12_403
+    third_run = [e for e in events if e["kind"] == "deliver" and e["level"] == 3 and e["seq"] > again["seq"]]
+    assert min(e["schedule_queue_offset"] for e in third_run) == 16 and third_run[0]["t_ms"] == 22_903
+    monkeypatch.setattr(invariants, "_crash_lost_a_repeats_advance", lambda earlier, again, cuts, persists: False)
+    violations = _check(result)["duplicates"]["violations"]
+    # 31-49 (first out at 10.7-10.9 s) lie in the window of GroupC-1's crash at 19.684 s; 18 and 22 first came
+    # at 12.403 s, 9 s before the broker's crash
+    units = {(e["schedule_queue_offset"], e["msg_id"]) for e in third_run if e["t_ms"] == 22_903}
+    assert len(violations) == 11 and {v["msg_id"] for v in violations} == {
+        m for u, m in units if u in (17, 19, 20, 21, 23, 24, 25, 26, 27, 28, 29)}
+    assert all("deliver repeated at t=22903 ms" in v["explanation"] and "outside every persist window"
+               in v["explanation"] for v in violations)
 
 
 def test_a_failed_result_thrown_away_on_a_dropped_queue_after_a_rollback_destroyed_its_copy(monkeypatch):
