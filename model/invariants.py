@@ -945,6 +945,30 @@ def _local_retry_died_with_its_consumer(ix: _Index, attempt: dict) -> bool:
                for c in ix.by_kind["crash"])
 
 
+def _result_dropped_with_its_queue(ix: _Index, attempt: dict) -> bool:
+    """The client threw this failed attempt's result away: its ProcessQueue was dropped while the listener
+    ran (OFFSET_ILLEGAL, a rebalance), and ConsumeRequest.run (4.9.8 and 5.3.3) then neither sends the
+    message back nor keeps it for a local retry; it only logs "processQueue is dropped without process consume
+    result". The message comes back only by a new pull of the copy it read (the caller requires that a fault
+    destroyed that copy). Explore seed 1070000814 (combos, 5.3.3): a 5 s rollback destroyed the delivered
+    copies of timer messages GroupA-0 had pulled (the timer does not deliver them again: timercheck is
+    today's, so its read time stands past their slot); the broker was down for both send-backs, the local
+    retry ran 5 s later, and the pull answered OFFSET_ILLEGAL while it ran. Recognised by that WARN of the
+    attempt's client for its queue, right after the attempt (only the rest of its batch, consumed in the same
+    step, in between)."""
+    logger = "RocketmqClient@" + attempt["client_id"].split("@")[0]
+    at = attempt["seq"] if attempt["seq"] < len(ix.events) and ix.events[attempt["seq"]] is attempt \
+        else next(i for i, e in enumerate(ix.events) if e is attempt)
+    for e in ix.events[at + 1:]:
+        if e["kind"] == "consume" and e["client_id"] == attempt["client_id"] and e["t_ms"] == attempt["t_ms"]:
+            continue  # the rest of the attempt's batch
+        line = e["kind"] == "log" and e["logger"] == logger
+        m = PROCESS_QUEUE_DROPPED.match(e["message"]) if line else None
+        return (m is not None and e["t_ms"] == attempt["t_ms"]
+                and (m.group(1), int(m.group(2))) == (attempt["queue_topic"], attempt["queue_id"]))
+    return False
+
+
 def _destroyed_by(ix: _Index, copy: dict) -> list[dict]:
     """The faults after which the stored ``copy``'s commit-log bytes were gone: a store rollback to a snapshot
     older than it, or a power failure before it was flushed. The commit log went on from before it, so another
@@ -1008,7 +1032,8 @@ def check_at_least_once_redelivery(ix: _Index, ctx: RunContext) -> dict:
                 # retry of a failed send-back) died with its dropped ProcessQueue, or with its killed consumer:
                 # RocketMQ itself loses it.
                 no_way_back = ix.consumed_copy_destroyed(attempt) and (
-                    ix.local_retry_dropped(attempt) or _local_retry_died_with_its_consumer(ix, attempt))
+                    ix.local_retry_dropped(attempt) or _local_retry_died_with_its_consumer(ix, attempt)
+                    or _result_dropped_with_its_queue(ix, attempt))
                 if (not later and not dead and not no_way_back
                         and not ix.lost_to_a_fault(msg_id, group, attempt["seq"])
                         and not _came_back_without_its_id(ix, attempt)

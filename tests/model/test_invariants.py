@@ -603,6 +603,49 @@ def test_redelivery_fails_when_the_local_retry_outlived_its_consumer_or_the_cons
         assert_fails("at_least_once_redelivery", h, A, "attempt 0", "never delivered to G again", context=c)
 
 
+def _result_thrown_away(line: bool = True, rolled_away: bool = True, client: str = "G-0", topic: str = "T",
+                        queue_id: int = 0, line_t: int = 35_501, batch: bool = False) -> H:
+    """Seed 1070000814 (combos): A's copy is stored and pulled; a rollback to an older copy destroys it; the
+    listener fails on the copy in memory, the broker is down for both send-backs, and the local retry fails
+    again while a pull's OFFSET_ILLEGAL drops the ProcessQueue: the client logs that it threw the result away.
+    ``batch``: M2 (another destroyed copy) is consumed in the same request, after A, before the line."""
+    h = H().send(0, A).store(25_000, A, queue_offset=7)
+    if batch:
+        h.send(0, M2).store(25_000, M2, queue_offset=8)
+    if rolled_away:
+        rollback(h, 30_000, lost=[A, M2] if batch else [A], restart_t=33_000)  # snapshot of 10_000
+    else:
+        h.crash(30_000).restart(33_000)
+    h.consume(30_001, A, status="RECONSUME_LATER", queue_offset=7).send_back(30_001, A, 0, result="failed")
+    h.add(30_001, "send_back", group="G", msg_id=A, reconsume_times=1, delay_level=0, result="ok",
+          path="local-retry")
+    h.consume(35_501, A, status="RECONSUME_LATER", reconsume_times=1, queue_offset=7)
+    if batch:
+        h.consume(35_501, M2, status="RECONSUME_LATER", reconsume_times=1, queue_offset=8)
+    if line:
+        h.add(line_t, "log", level="WARN", logger=f"RocketmqClient@{client}", fault_site=None,
+              message="processQueue is dropped without process consume result. "
+                      f"MessageQueue(topic='{topic}', broker_name='broker-a', queue_id={queue_id})")
+    return h.drain(40_000).in_time_order()
+
+
+def test_redelivery_holds_when_a_rollback_destroyed_the_consumed_copy_and_the_result_was_thrown_away():
+    c = ctx(drain_start_ms=40_000)
+    assert assert_holds("at_least_once_redelivery", _result_thrown_away(), c)["checked"] == 2
+    v = assert_holds("at_least_once_redelivery", _result_thrown_away(batch=True), c)
+    assert v["checked"] == 3  # A's two attempts and M2's (M2 has no other copy than the destroyed one)
+
+
+def test_redelivery_fails_when_the_result_was_processed_or_thrown_away_elsewhere_or_the_copy_survived():
+    c = ctx(drain_start_ms=40_000)
+    for h in (_result_thrown_away(line=False),  # the result was processed: a send-back or local retry follows
+              _result_thrown_away(rolled_away=False),  # the copy survived: a new ProcessQueue pulls it again
+              _result_thrown_away(client="G-1"),  # another instance threw its result away
+              _result_thrown_away(topic="%RETRY%G"),  # another queue's ProcessQueue was dropped
+              _result_thrown_away(queue_id=1),
+              _result_thrown_away(line_t=35_502)):  # a later request's result, not this attempt's
+        assert_fails("at_least_once_redelivery", h, A, "attempt 1", "never delivered to G again", context=c)
+
 # --- no_early_delivery ---------------------------------------------------------------------------------------
 def test_no_early_delivery_holds_on_time_and_after_a_clock_step_correction():
     on_time = H().send(0, A, level=2).deliver(5000, A, 2, due_ms=B0 + 5000)

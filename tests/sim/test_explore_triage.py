@@ -138,6 +138,12 @@ and watching the invariant fail again.
 | 1070000262 (combos) | no_loss, at_least_once_redelivery | the same (the stale unit kept by a store rollback's copy): | excuse |
 |  |  | four retry copies skipped, later retries four units below their offsets, under the offset committed | |
 |  |  | before the rollback | |
+| 1070000814 (combos) | at_least_once_redelivery | a 5 s rollback destroyed the delivered copies of 18 timer messages | excuse |
+|  |  | GroupA-0 still held (the timer never delivers them again: timercheck is in config/ and is kept, its read | |
+|  |  | time past their slot); their local retry failed while an OFFSET_ILLEGAL dropped the ProcessQueue, and the | |
+|  |  | client threw the result away (ConsumeRequest.run, both tags) | |
+| 1100000549 | duplicates | a timer slot read again after two graceful restarts; a crash 1.9 s after the latest read | invariant bug |
+|  |  | (9.2 s after the first): judged from the first read only, and excused only by a consumer's crash | |
 | 1110000228 (like | duplicates | 5.3.3 async: resends pending at a graceful shutdown kept level 3's table at 16 (17-29 | invariant bug |
 | 990000012) |  | out); the restart put 16 on again; a crash in the first consumerOffset.json write (10 s after that | |
 |  |  | start, before any delayOffset.json write) lost that repeat: 17-29 a third time, judged only from their | |
@@ -1513,3 +1519,47 @@ def test_a_level_repeat_after_a_graceful_restart_is_lost_again_by_a_crash_before
     assert len(violations) == 28
     assert all(re.search(r"deliver repeated at t=2(2903|3303|3403) ms although the first one \(t=10[5-9]00 ms\)",
                          v["explanation"]) and "outside every persist window" in v["explanation"] for v in violations)
+
+
+def test_a_failed_result_thrown_away_on_a_dropped_queue_after_a_rollback_destroyed_its_copy(monkeypatch):
+    """Seed 1070000814 (combos, 5.3.3): the timer delivered slots 39-42 s (broker time) again at the restart
+    at 45.571 s; TopicA units 381-398 are the delivered copies of 18 timer messages of slot 40 s. GroupA-0
+    pulled them; the rollback at 49.244 s (to a copy of 44.244 s) destroyed those copies and, with today's
+    timercheck, left the timer's read time past their slot: the timer never delivers them again. GroupA-0
+    failed each from its ProcessQueue at 50.076 s, the broker was down for both send-backs, and the local
+    retry began 5 s later; while it ran the pull answered OFFSET_ILLEGAL (441 -> 372), the client dropped the
+    queue, and at 55.576 s it threw away the 18 failed results ("processQueue is dropped without process
+    consume result"): no send-back, no local retry, and the new pull from 372 reads other messages there."""
+    import model.invariants as invariants
+
+    result = _run_file("explore-1070000814-combos", 1070000814)
+    assert not _failed(result)
+    events = result.history.events
+    assert _broker_stops_and_starts(events) == [("crash", 42_571, "process"), ("restart", 45_571, None),
+                                                ("crash", 49_244, "process"), ("restart", 52_244, None)]
+    (rollback,) = [e for e in events if e["kind"] == "store_rollback"]
+    assert rollback["snapshot_t_ms"] == 44_244
+    thrown = [e for e in events if e["kind"] == "consume" and e["t_ms"] == 55_576 and e["group"] == "GroupA"]
+    assert [(e["queue_offset"], e["reconsume_times"], e["status"]) for e in thrown] == [
+        (q, 1, "RECONSUME_LATER") for q in range(381, 399)]
+    by_id = {e["msg_id"]: e for e in thrown}
+    for e in events:
+        if e.get("msg_id") in by_id and e["kind"] == "store" and e["topic"] == "TopicA":
+            assert 45_571 == e["t_ms"] > rollback["snapshot_t_ms"] and e["msg_id"] in rollback["lost_msg_ids"]
+        if e.get("msg_id") in by_id and e["kind"] == "deliver":
+            assert e["seq"] < rollback["seq"]  # the timer did not deliver them again
+    illegal = [e for e in events if e["kind"] == "log" and e["logger"] == "RocketmqClient@GroupA-0"
+               and e["message"].startswith("the pull request offset illegal")]
+    assert [(e["t_ms"], e["message"][-10:]) for e in illegal] == [(55_249, "441 -> 372")]
+    for c in thrown:
+        line = events[c["seq"] + 1]
+        assert line["logger"] == "RocketmqClient@GroupA-0"
+        assert line["message"].startswith("processQueue is dropped without process consume result")
+        assert not [e for e in events if e["seq"] > c["seq"] and e.get("msg_id") == c["msg_id"]
+                    and e["kind"] in ("send_back", "consume", "local_retry_dropped")]
+    with monkeypatch.context() as m:
+        m.setattr(invariants, "_result_dropped_with_its_queue", lambda ix, attempt: False)
+        failed = _check(result)
+    assert set(failed) == {"at_least_once_redelivery"}
+    violations = failed["at_least_once_redelivery"]["violations"]
+    assert {(v["msg_id"], v["group"]) for v in violations} == {(m, "GroupA") for m in by_id}
