@@ -1570,7 +1570,8 @@ def _retry_made_by(events: list[dict], j: int) -> int:
 
 def _send_back_levels(ix: _Index, ctx: RunContext) -> tuple[int, list[dict]]:
     """The level each broker send-back stored its retry copy at is the one it names, or 3 + the looked-up copy's
-    reconsumeTimes (the stored copy's count less one), clamped to the table (consumerSendMsgBack, both tags). A
+    reconsumeTimes (the attempt's, when the copy is the message's own), clamped to the table (consumerSendMsgBack,
+    both tags). A
     later level only delays the retry, which no earliness check sees. The copy is the store the send-back made in
     its step (the next store of the same millisecond); one of another message (a lookup by a commit-log offset
     another record now holds) or into the DLQ is judged elsewhere."""
@@ -1585,12 +1586,12 @@ def _send_back_levels(ix: _Index, ctx: RunContext) -> tuple[int, list[dict]]:
             continue
         checked += 1
         named = b.get("delay_level") or 0
-        want = min(named if named > 0 else 2 + made["reconsume_times"], ctx.max_delay_level)
+        want = min(named if named > 0 else 3 + b["reconsume_times"], ctx.max_delay_level)
         if made["queue_id"] + 1 != want:
             violations.append({"msg_id": b["msg_id"], "group": b["group"], "events": ix.quote(b["msg_id"]),
-                               "explanation": f"the send-back at t={b['t_ms']} ms stored retry "
-                                              f"{made['reconsume_times']} at delay level {made['queue_id'] + 1}; "
-                                              f"the broker's rule names level {want}"
+                               "explanation": f"the send-back at t={b['t_ms']} ms of an attempt with reconsumeTimes "
+                                              f"{b['reconsume_times']} stored its retry at delay level "
+                                              f"{made['queue_id'] + 1}; the broker's rule names level {want}"
                                               + (" (the level it was asked for)" if named > 0 else
                                                  " (3 + reconsumeTimes)")})
     return checked, violations

@@ -1944,7 +1944,7 @@ def test_retry_schedule_checks_the_level_a_send_back_stored_its_retry_at():
     assert_holds("retry_schedule", _send_back_stored_at(6, reconsume_times=9))  # 3 + 9 clamped to the table's 6
     assert_holds("retry_schedule", _send_back_stored_at(1, named=1))  # the level the client asked for
     # one level later only delays the retry: no earliness check sees it (the mutant retry_level_4_plus_r)
-    assert_fails("retry_schedule", _send_back_stored_at(4), A, "stored retry 1 at delay level 4",
+    assert_fails("retry_schedule", _send_back_stored_at(4), A, "reconsumeTimes 0 stored its retry at delay level 4",
                  "the broker's rule names level 3 (3 + reconsumeTimes)")
     assert_fails("retry_schedule", _send_back_stored_at(3, named=1), A, "names level 1 (the level it was asked for)")
 

@@ -67,7 +67,7 @@ def test_a_forward_clock_step_shortens_retries_without_a_violation():
     result = run_scenario(load_scenario_text(FORWARD_STEP, "forward-clock-step"), 1, check=check_run)
     verdict = result.summary["invariants"]["retry_schedule"]
     assert verdict["holds"], verdict["violations"][:1]
-    assert verdict["checked"] == 100
+    assert verdict["checked"] == 200  # 100 retries' waits and the levels of their 100 send-backs
     sent_back = {e["msg_id"]: e["t_ms"] for e in result.history.events if e["kind"] == "send_back"}
     waits = [e["t_ms"] - sent_back[e["msg_id"]] for e in result.history.events
              if e["kind"] == "consume" and e["reconsume_times"] == 1]
