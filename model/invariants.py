@@ -1569,12 +1569,12 @@ def _retry_made_by(events: list[dict], j: int) -> int:
 
 
 def _send_back_levels(ix: _Index, ctx: RunContext) -> tuple[int, list[dict]]:
-    """The level each broker send-back stored its retry copy at is the one it names, or 3 + the looked-up copy's
-    reconsumeTimes (the attempt's, when the copy is the message's own), clamped to the table (consumerSendMsgBack,
-    both tags). A
-    later level only delays the retry, which no earliness check sees. The copy is the store the send-back made in
-    its step (the next store of the same millisecond); one of another message (a lookup by a commit-log offset
-    another record now holds) or into the DLQ is judged elsewhere."""
+    """The level each broker send-back stored its retry copy at is the one it names, or 3 + the reconsumeTimes of the
+    copy it looked up (the stored copy the attempt read: a client's local retry counts up in memory only, explore
+    seed 1110000307), clamped to the table (consumerSendMsgBack, both tags). A later level only delays the retry,
+    which no earliness check sees. The retry is the store the send-back made in its step (the next store of the
+    same millisecond); one of another message (a lookup by a commit-log offset another record now holds), one into
+    the DLQ, or one whose read copy the history does not hold is judged elsewhere."""
     checked, violations = 0, []
     events = ix.events
     for b in ix.by_kind["send_back"]:
@@ -1584,13 +1584,21 @@ def _send_back_levels(ix: _Index, ctx: RunContext) -> tuple[int, list[dict]]:
         if made is None or made["kind"] != "store" or made["t_ms"] != b["t_ms"] or made["msg_id"] != b["msg_id"] \
                 or made["topic"] != SCHEDULE_TOPIC:
             continue
+        mine = [e for e in ix.by_msg[b["msg_id"]] if e["seq"] < b["seq"]]
+        attempt = next((e for e in reversed(mine) if e["kind"] == "consume" and e["group"] == b["group"]), None)
+        read = attempt and next((e for e in reversed(mine) if e["kind"] == "store" and e["seq"] < attempt["seq"]
+                                 and e["topic"] == attempt.get("queue_topic", attempt["topic"])
+                                 and e["queue_id"] == attempt["queue_id"]
+                                 and e["queue_offset"] == attempt["queue_offset"]), None)
+        if read is None:
+            continue
         checked += 1
         named = b.get("delay_level") or 0
-        want = min(named if named > 0 else 3 + b["reconsume_times"], ctx.max_delay_level)
+        want = min(named if named > 0 else 3 + read["reconsume_times"], ctx.max_delay_level)
         if made["queue_id"] + 1 != want:
             violations.append({"msg_id": b["msg_id"], "group": b["group"], "events": ix.quote(b["msg_id"]),
-                               "explanation": f"the send-back at t={b['t_ms']} ms of an attempt with reconsumeTimes "
-                                              f"{b['reconsume_times']} stored its retry at delay level "
+                               "explanation": f"the send-back at t={b['t_ms']} ms of a copy stored with reconsumeTimes "
+                                              f"{read['reconsume_times']} stored its retry at delay level "
                                               f"{made['queue_id'] + 1}; the broker's rule names level {want}"
                                               + (" (the level it was asked for)" if named > 0 else
                                                  " (3 + reconsumeTimes)")})

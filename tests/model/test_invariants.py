@@ -1928,11 +1928,13 @@ def test_no_loss_fails_for_copies_after_a_reput_without_its_conditions():
 
 
 def _send_back_stored_at(level: int, reconsume_times: int = 0, named: int = 0, msg_id: str = A,
-                         topic: str = "SCHEDULE_TOPIC_XXXX") -> H:
-    """A failed attempt ``reconsume_times`` sent back (asking for level ``named``; 0: the broker's 3 + r), and the
-    store the send-back made in its step: ``msg_id``'s copy in ``topic`` at ``level``."""
-    h = H().send(0, A).consume(2, A, status="RECONSUME_LATER", reconsume_times=reconsume_times)
-    h.send_back(2, A, reconsume_times)
+                         topic: str = "SCHEDULE_TOPIC_XXXX", local_retries: int = 0) -> H:
+    """A failed attempt at a copy stored with ``reconsume_times`` (counted up ``local_retries`` times in the client's
+    memory) sent back (asking for level ``named``; 0: the broker's 3 + r), and the store the send-back made in its
+    step: ``msg_id``'s copy in ``topic`` at ``level``."""
+    h = H().send(0, A).store(0, A, reconsume_times=reconsume_times)
+    h.consume(2, A, status="RECONSUME_LATER", reconsume_times=reconsume_times + local_retries)
+    h.send_back(2, A, reconsume_times + local_retries)
     h.events[-1]["delay_level"] = named
     h.store(2, msg_id, topic=topic, queue_id=level - 1, reconsume_times=reconsume_times + 1)
     return h.drain()
@@ -1943,8 +1945,10 @@ def test_retry_schedule_checks_the_level_a_send_back_stored_its_retry_at():
     assert_holds("retry_schedule", _send_back_stored_at(5, reconsume_times=2))
     assert_holds("retry_schedule", _send_back_stored_at(6, reconsume_times=9))  # 3 + 9 clamped to the table's 6
     assert_holds("retry_schedule", _send_back_stored_at(1, named=1))  # the level the client asked for
+    # a client's local retry counts up in memory: the broker reads the stored copy's count (explore seed 1110000307)
+    assert_holds("retry_schedule", _send_back_stored_at(3, local_retries=1))
     # one level later only delays the retry: no earliness check sees it (the mutant retry_level_4_plus_r)
-    assert_fails("retry_schedule", _send_back_stored_at(4), A, "reconsumeTimes 0 stored its retry at delay level 4",
+    assert_fails("retry_schedule", _send_back_stored_at(4), A, "stored with reconsumeTimes 0 stored its retry at delay level 4",
                  "the broker's rule names level 3 (3 + reconsumeTimes)")
     assert_fails("retry_schedule", _send_back_stored_at(3, named=1), A, "names level 1 (the level it was asked for)")
 
