@@ -1956,6 +1956,54 @@ def _consumed_while_the_broker_was_down(ix: _Index, original: dict, again: dict)
     return False
 
 
+PULL_SUSPEND_MS = 15_000  # DefaultMQPushConsumerImpl.BROKER_SUSPEND_MAX_TIME_MILLIS: a held pull's longest wait
+PULL_REFUSED_MS = 100  # a retried pull the broker refused (or could not take) fails within a round trip
+
+
+def _offset_died_with_its_consumer(ix: _Index, original: dict, again: dict) -> bool:
+    """The consumer was killed (kill -9) before its consumed offset left it: a pull carries the in-memory offset
+    only when it is built, and persistAll sends it 10 s after the client's start, then every 5 s. The pull held
+    at the consume was built with the response that brought the copy (the offset before it); it failed, and every
+    pull after it failed at once, 3 s after the one before (pullTimeDelayMillsWhenException): a broker down, or one
+    answering SUBSCRIPTION_NOT_EXIST before the group's heartbeat (PullMessageProcessor returns before
+    commitOffset). The kill came before the next pull and before the next persistAll round, so the broker kept
+    the older offset, and the queue's next owner read the copy again. Narrow: one member (no queue handed over
+    with its persist), subscription "*" (no NO_MATCHED_MSG answer re-pulls silently), no later consume of the queue
+    by the client (a FOUND answer re-pulls), the first failure within 15 s of the copy's store (the held pull's
+    answer at its timeout re-pulls). Explore seed 1110000387 like 990000012, 5.3.3: GroupC-0, started at
+    4.153 s, consumed TopicA 0 #22 at 4.502 s; its held pull was cut by the shutdown at 4.664 s, refused at 7.666 s
+    and 10.668 s after the restarts at 7.600 s and 10.323 s; the kill at 13.637 s beat the first persistAll
+    (14.153 s) and the next pull (13.669 s), and #22 came again at 15.640 s."""
+    client_id, group = original["client_id"], original["group"]
+    client = client_id.split("@")[0]
+    starts = [e for e in ix.by_kind["consumer_start"] if e["group"] == group and e["seq"] < again["seq"]]
+    if any(e["client_id"] != client_id or e.get("subscription") != "*" for e in starts):
+        return False
+    started_ms = max((e["t_ms"] for e in starts if e["seq"] < original["seq"]), default=None)
+    crash = next((c for c in ix.by_kind["crash"] if c["target"] == client and original["seq"] < c["seq"]), None)
+    if started_ms is None or crash is None or crash.get("crash_kind") != "process" or crash["seq"] > again["seq"]:
+        return False
+    first_round_ms = started_ms + CLIENT_FIRST_OFFSET_PERSIST_MS
+    rounds = max(0, -(-(original["t_ms"] - first_round_ms) // CLIENT_OFFSET_PERSIST_MS))
+    if crash["t_ms"] >= first_round_ms + rounds * CLIENT_OFFSET_PERSIST_MS:
+        return False  # a persistAll round after the consume came before the kill
+    queue = (original.get("queue_topic", original["topic"]), original["queue_id"])
+    if any(e["client_id"] == client_id and (e.get("queue_topic", e["topic"]), e["queue_id"]) == queue
+           and original["seq"] < e["seq"] < crash["seq"] for e in ix.by_kind["consume"]):
+        return False
+    failed = [(e["t_ms"], e["message"][m.end():]) for e in ix.by_kind["log"]
+              if e["logger"] == f"RocketmqClient@{client}" and original["seq"] < e["seq"] < crash["seq"]
+              and (m := PULL_EXCEPTION.match(e["message"])) and (m.group(1), int(m.group(2))) == queue]
+    stored = [e["t_ms"] for e in ix.by_msg[original["msg_id"]] if e["kind"] == "store" and e["seq"] < original["seq"]
+              and (e["topic"], e["queue_id"], e["queue_offset"]) == (*queue, original["queue_offset"])]
+    if not failed or not stored or failed[0][0] - stored[-1] >= PULL_SUSPEND_MS:
+        return False  # the held pull, built after the copy was stored, may have timed out and gone again
+    for (before_ms, _), (t_ms, why) in zip(failed, failed[1:], strict=False):
+        if "connection closed" in why or not 0 <= t_ms - before_ms - PULL_RETRY_MS <= PULL_REFUSED_MS:
+            return False  # a pull that got through (and was held until a stop cut it), or one not retried at once
+    return crash["t_ms"] < failed[-1][0] + PULL_RETRY_MS
+
+
 def _shutdowns_judged(graceful: list[dict], earlier: list[dict], again: dict) -> list[dict]:
     """The graceful shutdowns a level's repeated delivery is judged by: the first after the unit's latest delivery.
     Its persisted table put the level back at or below the unit; a later shutdown's run never delivered the unit
@@ -2076,7 +2124,8 @@ def check_duplicates(ix: _Index, ctx: RunContext) -> dict:
                                       or _another_timer_copy_from_a_crash(ix, earlier[key], e, ctx))) or (
             key[0] == "consume" and _consumed_a_replayed_timer_copy(ix.by_msg[e["msg_id"]], original, e)) or (
             key[0] == "consume" and _consume_offset_never_persisted(ix, original, e)) or (
-            key[0] == "consume" and _consumed_while_the_broker_was_down(ix, original, e))
+            key[0] == "consume" and _consumed_while_the_broker_was_down(ix, original, e)) or (
+            key[0] == "consume" and _offset_died_with_its_consumer(ix, original, e))
         if key[0] == "deliver" and not window and not explained and any(
                 not _slot_unfinished(original, g, ctx) and not _behind_an_unfinished_async_head(ix, e, g, ctx)
                 for g in _shutdowns_judged(graceful, earlier[key], e)):
