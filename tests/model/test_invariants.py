@@ -1989,3 +1989,57 @@ def test_duplicates_judge_a_timer_repeat_by_the_crash_window_of_its_latest_read(
     # 29 s after the latest read: outside every window
     assert_fails("duplicates", _timer_read_at_each_restart(35_000), A, "deliver repeated at t=36000 ms",
                  "outside every persist window")
+
+
+def _pull_failed(h: H, t: int, why: str, client: str = "G-0") -> H:
+    return h.add(t, "log", level="WARN", logger=f"RocketmqClient@{client}", fault_site=None,
+                 message=f"execute the pull request exception, MessageQueue(topic='T', broker_name='broker-a', "
+                         f"queue_id=0): {why}")
+
+
+REFUSED = "CODE: 24 DESC: the consumer's group info not exist, group: G"
+
+
+def _offset_died_with_its_consumer(started_t: int = 4153, last_pull: str | None = REFUSED, kill: str = "process",
+                                   newcomer: bool = False, later_consume: bool = False) -> H:
+    """Explore seed 1110000387 (5.3.3): G-0, started at 4.153 s, consumed #0 at 4.502 s; its held pull (built
+    before the consume) was cut by the shutdown at 4.664 s, and the pulls 3 s after each failure were refused
+    (no heartbeat yet after the restarts at 7.600 s and 10.323 s); G-0 was killed at 13.637 s, before its next
+    pull and its first persistAll (10 s after its start), so every table written held the older offset."""
+    h = H().add(started_t, "consumer_start", group="G", client_id="G-0@sim", topic="T", subscription="*",
+                model="CLUSTERING", max_reconsume_times=2)
+    h.send(4500, A).store(4500, A).consume(4502, A)
+    for stop_t, start_t in ((4664, 5664), (6600, 7600), (9323, 10_323)):
+        h.crash(stop_t, crash_kind="shutdown").add(stop_t, "persist", file="consumerOffset.json").restart(start_t)
+    _pull_failed(h, 4665, "connection closed: the broker shut down")
+    _pull_failed(h, 7667, REFUSED)
+    if last_pull is not None:
+        _pull_failed(h, 10_669, last_pull)
+    if newcomer:
+        h.add(8000, "consumer_start", group="G", client_id="G-1@sim", topic="T", subscription="*",
+              model="CLUSTERING", max_reconsume_times=2)
+    if later_consume:
+        h.send(8000, M2).store(8000, M2, queue_offset=1).consume(8002, M2, queue_offset=1)
+    h.crash(13_637, target="G-0", crash_kind=kill)
+    h.crash(14_586).restart(15_586)
+    return h.consume(15_640, A).in_time_order()
+
+
+def test_duplicates_hold_for_a_consumer_killed_before_its_offset_left_it(monkeypatch):
+    import model.invariants as invariants
+
+    assert_holds("duplicates", _offset_died_with_its_consumer(), NINE_S_WINDOW)
+    monkeypatch.setattr(invariants, "_offset_died_with_its_consumer", lambda ix, original, again: False)
+    assert_fails("duplicates", _offset_died_with_its_consumer(), A, "consume repeated at t=15640 ms",
+                 context=NINE_S_WINDOW)
+
+
+def test_duplicates_fail_when_the_killed_consumers_offset_could_have_left_it():
+    for h in (_offset_died_with_its_consumer(started_t=3000),  # persistAll at 13.000 s, before the kill
+              _offset_died_with_its_consumer(last_pull=None),  # no failure at 10.669 s: that pull went through
+              _offset_died_with_its_consumer(last_pull="connection closed: the broker shut down"),  # held: committed
+              _offset_died_with_its_consumer(kill="shutdown"),  # a shutdown persists the client's offsets
+              _offset_died_with_its_consumer(newcomer=True),  # a rebalance may persist the queue it hands over
+              _offset_died_with_its_consumer(later_consume=True)):  # a FOUND pull after the consume carried it
+        assert_fails("duplicates", h, A, "consume repeated at t=15640 ms", "outside every persist window",
+                     context=NINE_S_WINDOW)

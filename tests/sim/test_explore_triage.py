@@ -1584,3 +1584,33 @@ def test_a_timer_slot_read_again_at_each_restart_is_judged_from_its_latest_read(
     violations = _check(result)["duplicates"]["violations"]
     assert violations and all("deliver repeated at t=15847 ms although the first one (t=3600 ms)" in v["explanation"]
                               for v in violations)
+
+
+def test_a_consumer_killed_before_its_offset_left_it_repeats_the_copy(monkeypatch):
+    """Triaged from weighted generated runs (excuse_coverage --like 990000012, seed 1110000387), 5.3.3: GroupC-0,
+    restarted at 4.153 s, consumed TopicA 0 #22 at 4.502 s; its held pull (built with the answer that brought #22,
+    so carrying 22) was cut by the graceful shutdown at 4.664 s, and the pulls 3 s after each failure were refused
+    at 7.666 s and 10.668 s (SUBSCRIPTION_NOT_EXIST: GroupC's heartbeat had not come since the restarts at 7.600 s
+    and 10.323 s; the broker returns before commitOffset). GroupC-0 was killed at 13.637 s, before its next pull
+    (13.669 s) and its first persistAll (10 s after its start: 14.153 s), so the broker never saw 23 and GroupC read
+    #22 again at 15.640 s, 11.1 s after the first read: RocketMQ's (the offset died with the consumer)."""
+    import model.invariants as invariants
+
+    result = _run_file("explore-1110000387-like-990000012", 1110000387)
+    assert not _failed(result)
+    events = result.history.events
+    assert _broker_stops_and_starts(events)[:8] == [
+        ("crash", 4_664, "shutdown"), ("restart", 5_664, None), ("crash", 6_600, "shutdown"), ("restart", 7_600, None),
+        ("crash", 9_323, "shutdown"), ("restart", 10_323, None), ("crash", 14_586, "process"), ("restart", 15_586, None)]
+    reads = [e["t_ms"] for e in events if e["kind"] == "consume" and e["group"] == "GroupC"
+             and (e["queue_topic"], e["queue_id"], e["queue_offset"]) == ("TopicA", 0, 22)]
+    assert reads == [4_502, 15_640]
+    assert [(e["t_ms"], e["crash_kind"]) for e in events if e["kind"] == "crash" and e["target"] == "GroupC-0"
+            and 4_502 < e["t_ms"] < 15_640] == [(13_637, "process")]
+    failed = [(e["t_ms"], "CODE: 24" in e["message"]) for e in events if e["kind"] == "log"
+              and e["logger"] == "RocketmqClient@GroupC-0" and 4_502 < e["t_ms"] < 13_637
+              and "execute the pull request exception" in e["message"] and "queue_id=0)" in e["message"]]
+    assert failed == [(4_665, False), (7_667, True), (10_669, True)]
+    monkeypatch.setattr(invariants, "_offset_died_with_its_consumer", lambda ix, original, again: False)
+    (violation,) = _check(result)["duplicates"]["violations"]
+    assert "consume repeated at t=15640 ms although the first one (t=4502 ms)" in violation["explanation"]
