@@ -395,6 +395,7 @@ class _Index:
                 or self.broker_gone_after_power_failure(after_seq)
                 or (group is not None and self.below_a_committed_offset(msg_id, group, after_seq))
                 or (group is not None and self.below_a_moved_pull_offset(msg_id, group, after_seq))
+                or (group is not None and self.below_an_offset_pulled_before_a_cut(msg_id, group, after_seq))
                 or (group is not None and self.below_a_moved_pull_offset_after_a_cq_cut(msg_id, group,
                                                                                          after_seq))
                 or self.skipped_by_a_reput_begun_inside_a_record(msg_id, group, after_seq))
@@ -655,6 +656,46 @@ class _Index:
                 if any(store["seq"] < seq and (until is None or seq < until) and topic == store["topic"]
                        and queue_id == store["queue_id"] and store["queue_offset"] < to
                        for seq, _g, topic, queue_id, _from, to in moves):
+                    return True
+        return False
+
+    def below_an_offset_pulled_before_a_cut(self, msg_id: str, group: str, after_seq: int = -1) -> bool:
+        """``below_a_committed_offset`` with its evidence consumed late: a slow consumer's ProcessQueue still held
+        copies it had pulled before a rollback (or a power failure) cut the queue back, and consumed them after the
+        restart, so the consume events come after the restart. Its PullRequest went on from the offset after
+        them; a pull past the queue's new end is moved down (OFFSET_ILLEGAL, ``below_a_moved_pull_offset``), but
+        one that comes once the new copies have passed that offset finds them there and skips those below it.
+        Recognised by a consume after the restart (and before the next broker crash) of a copy stored in that
+        queue before the crash and not stored there again since, by the group's only consumer of the queue after
+        the restart, with no pull-offset move of the group on the queue meanwhile, and the new copy stored between
+        the restart and the next broker crash below that consume's offset (explore seed 1110000307 like
+        990000012, 5.3.3: GroupA-0, 500 ms a message, pulled %RETRY%GroupA 0 #141-#275 at 52.3-52.6 s; the
+        rollback at 52.658 s (to 50.658 s) cut the queue to 188; after the restart at 54.658 s the level put
+        188-290 at 55.658 s and the client's pull came at 55.659 s from 276, while it consumed #261-#275 of the
+        old batch at 55.831 s: the copies at 188-275 were never pulled)."""
+        for store in self._stores(msg_id, after_seq):
+            for crash_seq, back in self.queue_cuts:
+                if back is None or store["seq"] < back:
+                    continue
+                until = next((c["seq"] for c in self.broker_crashes if c["seq"] > back), None)
+                if until is not None and store["seq"] > until:
+                    continue
+                place = (store["topic"], store["queue_id"])
+
+                def here(e: dict, low: int, high: int | None, place=place) -> bool:
+                    return (low < e["seq"] and (high is None or e["seq"] < high)
+                            and (e.get("queue_topic", e["topic"]), e["queue_id"]) == place)
+
+                if any(back < seq and (until is None or seq < until) and (topic, queue_id) == place
+                       for seq, g, topic, queue_id, _from, _to in self._pull_offsets_moved if g == group):
+                    continue
+                early = {(s["msg_id"], s["queue_offset"]) for s in self.by_kind["store"] if here(s, -1, crash_seq)}
+                early -= {(s["msg_id"], s["queue_offset"]) for s in self.by_kind["store"] if here(s, back, None)}
+                late = [c for c in self.by_kind["consume"] if c["group"] == group and here(c, back, until)]
+                if len({c["client_id"] for c in late}) != 1:
+                    continue
+                pulled = [c["queue_offset"] + 1 for c in late if (c["msg_id"], c["queue_offset"]) in early]
+                if pulled and store["queue_offset"] < max(pulled):
                     return True
         return False
 
