@@ -2043,3 +2043,54 @@ def test_duplicates_fail_when_the_killed_consumers_offset_could_have_left_it():
               _offset_died_with_its_consumer(later_consume=True)):  # a FOUND pull after the consume carried it
         assert_fails("duplicates", h, A, "consume repeated at t=15640 ms", "outside every persist window",
                      context=NINE_S_WINDOW)
+
+
+M3 = "CCCC0003"
+
+
+def _pulled_before_a_rollback(cut: bool = True, stored_again: bool = False, queue_offset: int = 4,
+                              moved: str | None = None, consumer: str = "G-0", other_client: bool = False,
+                              crash_t: int | None = None) -> H:
+    """Explore seed 1110000307 (5.3.3): G-0, a slow consumer, had pulled #0-#5 when a rollback cut the queue back
+    to 4 and destroyed M2 (#5); it consumed M2 from its ProcessQueue after the restart and pulled on from 6. A,
+    stored at 4 after the restart, lies below that offset and is never pulled."""
+    h = _groups_g_and_h()
+    h.send(500, M2).store(500, M2, queue_offset=5)
+    if cut:
+        rollback(h, 1000, lost=[M2])
+    else:
+        h.crash(1000).restart(3000)
+    h.send(3100, A).store(3100, A, queue_offset=queue_offset)
+    if stored_again:  # M2 stored at #5 again: the consume may have read that copy
+        h.store(3150, M2, queue_offset=5)
+    if crash_t is not None:
+        h.crash(crash_t).restart(crash_t + 10)
+    h.add(3200, "consume", group=consumer[0], client_id=f"{consumer}@sim", msg_id=M2, topic="T", queue_topic="T",
+          queue_id=0, queue_offset=5, reconsume_times=0, status="CONSUME_SUCCESS")
+    if other_client:  # another consumer of G read the queue after the restart: it may own it now
+        h.send(3300, M3).store(3300, M3, queue_offset=5).consume(3310, M3, client="G-1@sim", queue_offset=5)
+    if moved is not None:
+        h.add(3250, "log", level="WARN", logger="RocketmqClient@G-0", fault_site=None,
+              message=f"the pull request offset illegal, MessageQueue(topic='T', broker_name='broker-a', queue_id=0) "
+                      f"{moved}")
+    return h.in_time_order().drain(10_000)
+
+
+def test_no_loss_holds_below_an_offset_pulled_before_a_rollback_and_consumed_after_it(monkeypatch):
+    from model.invariants import _Index
+
+    assert assert_holds("no_loss", _pulled_before_a_rollback())["checked"] == 2
+    monkeypatch.setattr(_Index, "below_an_offset_pulled_before_a_cut", lambda self, msg_id, group, after_seq=-1: False)
+    assert_fails("no_loss", _pulled_before_a_rollback(), A, "neither consumed it successfully nor dead-lettered")
+
+
+def test_no_loss_fails_below_an_offset_pulled_before_a_rollback_without_its_conditions():
+    lost = "neither consumed it successfully nor dead-lettered"
+    for h in (_pulled_before_a_rollback(cut=False),  # a plain crash cut nothing: nothing reuses #4
+              _pulled_before_a_rollback(stored_again=True),  # the consume may have read the new copy of M2
+              _pulled_before_a_rollback(queue_offset=6),  # at the offset the consumer pulls next
+              _pulled_before_a_rollback(moved="6 -> 4"),  # the client moved its offset down to A
+              _pulled_before_a_rollback(consumer="H-0"),  # another group's consumer pulled past A
+              _pulled_before_a_rollback(other_client=True),  # two consumers of the queue after the restart
+              _pulled_before_a_rollback(crash_t=3150)):  # consumed after the next crash: not this cut's
+        assert_fails("no_loss", h, A, lost)

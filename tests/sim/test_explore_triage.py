@@ -1614,3 +1614,34 @@ def test_a_consumer_killed_before_its_offset_left_it_repeats_the_copy(monkeypatc
     monkeypatch.setattr(invariants, "_offset_died_with_its_consumer", lambda ix, original, again: False)
     (violation,) = _check(result)["duplicates"]["violations"]
     assert "consume repeated at t=15640 ms although the first one (t=4502 ms)" in violation["explanation"]
+
+
+def test_retry_copies_below_the_offset_a_slow_consumer_pulled_before_a_rollback(monkeypatch):
+    """Triaged from weighted generated runs (excuse_coverage --like 990000012, seed 1110000307), 5.3.3: GroupA-0
+    (500 ms a message), restarted at 52.329 s, pulled %RETRY%GroupA 0 #141-#275 by 52.6 s. The store rollback at
+    52.658 s (to the copy of 50.658 s) cut that queue back to 188; after the restart at 54.658 s level 4 put its
+    copies again at 188-290 (55.658 s), and GroupA-0's pull, 3 s after the one the crash cut, came at 55.659 s
+    from 276: FOUND, so no OFFSET_ILLEGAL moved it down. Meanwhile it consumed #270-#275 of the old batch from
+    its ProcessQueue at 55.831 s. Five retry copies stored at 270-275 were never pulled: RocketMQ's (the client's
+    PullRequest outlives the broker's queue; the evidence of the pull is consumed after the restart)."""
+    from model.invariants import _Index
+
+    result = _run_file("explore-1110000307-like-990000012", 1110000307)
+    assert not _failed(result)
+    events = result.history.events
+    assert ("crash", 52_658, "process") in _broker_stops_and_starts(events)
+    assert [(e["t_ms"], e["snapshot_t_ms"]) for e in events if e["kind"] == "store_rollback"] == [(52_658, 50_658)]
+    retry = "%RETRY%GroupA"
+    lost = {e["msg_id"]: e["queue_offset"] for e in events if e["kind"] == "store" and e["topic"] == retry
+            and e["t_ms"] == 55_658 and e["queue_offset"] in (270, 272, 273, 274, 275)}
+    assert sorted(lost.values()) == [270, 272, 273, 274, 275]
+    late = [(e["t_ms"], e["queue_offset"]) for e in events if e["kind"] == "consume" and e["group"] == "GroupA"
+            and e["queue_topic"] == retry and 54_658 < e["t_ms"] < 56_200 and e["queue_offset"] >= 270]
+    assert late[:7] == [(55_831, 270), (55_831, 271), (55_831, 272), (55_831, 273), (55_831, 274), (55_831, 275),
+                        (56_161, 276)]
+    assert not any(e["kind"] == "consume" and e["group"] == "GroupA" and e["msg_id"] in lost for e in events
+                   if e["t_ms"] > 55_658)
+    monkeypatch.setattr(_Index, "below_an_offset_pulled_before_a_cut", lambda self, msg_id, group, after_seq=-1: False)
+    failed = _check(result)
+    assert {v["msg_id"] for v in failed["no_loss"]["violations"]} == set(lost)
+    assert {v["msg_id"] for v in failed["at_least_once_redelivery"]["violations"]} == set(lost)
