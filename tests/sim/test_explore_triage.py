@@ -582,14 +582,20 @@ def test_a_level_stuck_on_a_unit_resurrected_after_two_abnormal_recoveries(monke
     assert "no_loss" in _check(result)
 
 
-def test_a_consumer_goes_on_from_what_it_pulled_before_a_rollback():
+def test_a_consumer_goes_on_from_what_it_pulled_before_a_rollback(monkeypatch):
+    import model.invariants as invariants
+
     result = _run_file("explore-104-combos", 104)
     events = result.history.events
     assert "no_loss" not in _check(result)
     rollback = next(e for e in events if e["kind"] == "crash" and e.get("site") == "store_rollback")
-    # without the consumes between the last commit and the rollback, nothing says the client had pulled past
+    # without the consumes between the last commit and the rollback, only the local retries of the same copies
+    # after the restart (56.0 s, 56.2 s) say the client had pulled past (1110000307's excuse); without them, nothing
     cut = [e for e in events if not (e["kind"] == "consume" and e["group"] == "GroupB"
                                      and rollback["t_ms"] - 1000 <= e["t_ms"] <= rollback["t_ms"] + 2000)]
+    assert "no_loss" not in _check(result, cut)
+    monkeypatch.setattr(invariants._Index, "below_an_offset_pulled_before_a_cut",
+                        lambda self, msg_id, group, after_seq=-1: False)
     assert "no_loss" in _check(result, cut)
 
 
