@@ -395,6 +395,7 @@ class _Index:
                 or self.broker_gone_after_power_failure(after_seq)
                 or (group is not None and self.below_a_committed_offset(msg_id, group, after_seq))
                 or (group is not None and self.below_a_moved_pull_offset(msg_id, group, after_seq))
+                or (group is not None and self.below_an_offset_pulled_before_a_cut(msg_id, group, after_seq))
                 or (group is not None and self.below_a_moved_pull_offset_after_a_cq_cut(msg_id, group,
                                                                                          after_seq))
                 or self.skipped_by_a_reput_begun_inside_a_record(msg_id, group, after_seq))
@@ -655,6 +656,46 @@ class _Index:
                 if any(store["seq"] < seq and (until is None or seq < until) and topic == store["topic"]
                        and queue_id == store["queue_id"] and store["queue_offset"] < to
                        for seq, _g, topic, queue_id, _from, to in moves):
+                    return True
+        return False
+
+    def below_an_offset_pulled_before_a_cut(self, msg_id: str, group: str, after_seq: int = -1) -> bool:
+        """``below_a_committed_offset`` with its evidence consumed late: a slow consumer's ProcessQueue still held
+        copies it had pulled before a rollback (or a power failure) cut the queue back, and consumed them after the
+        restart, so the consume events come after the restart. Its PullRequest went on from the offset after
+        them; a pull past the queue's new end is moved down (OFFSET_ILLEGAL, ``below_a_moved_pull_offset``), but
+        one that comes once the new copies have passed that offset finds them there and skips those below it.
+        Recognised by a consume after the restart (and before the next broker crash) of a copy stored in that
+        queue before the crash and not stored there again since, by the group's only consumer of the queue after
+        the restart, with no pull-offset move of the group on the queue meanwhile, and the new copy stored between
+        the restart and the next broker crash below that consume's offset (explore seed 1110000307 like
+        990000012, 5.3.3: GroupA-0, 500 ms a message, pulled %RETRY%GroupA 0 #141-#275 at 52.3-52.6 s; the
+        rollback at 52.658 s (to 50.658 s) cut the queue to 188; after the restart at 54.658 s the level put
+        188-290 at 55.658 s and the client's pull came at 55.659 s from 276, while it consumed #261-#275 of the
+        old batch at 55.831 s: the copies at 188-275 were never pulled)."""
+        for store in self._stores(msg_id, after_seq):
+            for crash_seq, back in self.queue_cuts:
+                if back is None or store["seq"] < back:
+                    continue
+                until = next((c["seq"] for c in self.broker_crashes if c["seq"] > back), None)
+                if until is not None and store["seq"] > until:
+                    continue
+                place = (store["topic"], store["queue_id"])
+
+                def here(e: dict, low: int, high: int | None, place=place) -> bool:
+                    return (low < e["seq"] and (high is None or e["seq"] < high)
+                            and (e.get("queue_topic", e["topic"]), e["queue_id"]) == place)
+
+                if any(back < seq and (until is None or seq < until) and (topic, queue_id) == place
+                       for seq, g, topic, queue_id, _from, _to in self._pull_offsets_moved if g == group):
+                    continue
+                early = {(s["msg_id"], s["queue_offset"]) for s in self.by_kind["store"] if here(s, -1, crash_seq)}
+                early -= {(s["msg_id"], s["queue_offset"]) for s in self.by_kind["store"] if here(s, back, None)}
+                late = [c for c in self.by_kind["consume"] if c["group"] == group and here(c, back, until)]
+                if len({c["client_id"] for c in late}) != 1:
+                    continue
+                pulled = [c["queue_offset"] + 1 for c in late if (c["msg_id"], c["queue_offset"]) in early]
+                if pulled and store["queue_offset"] < max(pulled):
                     return True
         return False
 
@@ -1965,6 +2006,54 @@ def _consumed_while_the_broker_was_down(ix: _Index, original: dict, again: dict)
     return False
 
 
+PULL_SUSPEND_MS = 15_000  # DefaultMQPushConsumerImpl.BROKER_SUSPEND_MAX_TIME_MILLIS: a held pull's longest wait
+PULL_REFUSED_MS = 100  # a retried pull the broker refused (or could not take) fails within a round trip
+
+
+def _offset_died_with_its_consumer(ix: _Index, original: dict, again: dict) -> bool:
+    """The consumer was killed (kill -9) before its consumed offset left it: a pull carries the in-memory offset
+    only when it is built, and persistAll sends it 10 s after the client's start, then every 5 s. The pull held
+    at the consume was built with the response that brought the copy (the offset before it); it failed, and every
+    pull after it failed at once, 3 s after the one before (pullTimeDelayMillsWhenException): a broker down, or one
+    answering SUBSCRIPTION_NOT_EXIST before the group's heartbeat (PullMessageProcessor returns before
+    commitOffset). The kill came before the next pull and before the next persistAll round, so the broker kept
+    the older offset, and the queue's next owner read the copy again. Narrow: one member (no queue handed over
+    with its persist), subscription "*" (no NO_MATCHED_MSG answer re-pulls silently), no later consume of the queue
+    by the client (a FOUND answer re-pulls), the first failure within 15 s of the copy's store (the held pull's
+    answer at its timeout re-pulls). Explore seed 1110000387 like 990000012, 5.3.3: GroupC-0, started at
+    4.153 s, consumed TopicA 0 #22 at 4.502 s; its held pull was cut by the shutdown at 4.664 s, refused at 7.666 s
+    and 10.668 s after the restarts at 7.600 s and 10.323 s; the kill at 13.637 s beat the first persistAll
+    (14.153 s) and the next pull (13.669 s), and #22 came again at 15.640 s."""
+    client_id, group = original["client_id"], original["group"]
+    client = client_id.split("@")[0]
+    starts = [e for e in ix.by_kind["consumer_start"] if e["group"] == group and e["seq"] < again["seq"]]
+    if any(e["client_id"] != client_id or e.get("subscription") != "*" for e in starts):
+        return False
+    started_ms = max((e["t_ms"] for e in starts if e["seq"] < original["seq"]), default=None)
+    crash = next((c for c in ix.by_kind["crash"] if c["target"] == client and original["seq"] < c["seq"]), None)
+    if started_ms is None or crash is None or crash.get("crash_kind") != "process" or crash["seq"] > again["seq"]:
+        return False
+    first_round_ms = started_ms + CLIENT_FIRST_OFFSET_PERSIST_MS
+    rounds = max(0, -(-(original["t_ms"] - first_round_ms) // CLIENT_OFFSET_PERSIST_MS))
+    if crash["t_ms"] >= first_round_ms + rounds * CLIENT_OFFSET_PERSIST_MS:
+        return False  # a persistAll round after the consume came before the kill
+    queue = (original.get("queue_topic", original["topic"]), original["queue_id"])
+    if any(e["client_id"] == client_id and (e.get("queue_topic", e["topic"]), e["queue_id"]) == queue
+           and original["seq"] < e["seq"] < crash["seq"] for e in ix.by_kind["consume"]):
+        return False
+    failed = [(e["t_ms"], e["message"][m.end():]) for e in ix.by_kind["log"]
+              if e["logger"] == f"RocketmqClient@{client}" and original["seq"] < e["seq"] < crash["seq"]
+              and (m := PULL_EXCEPTION.match(e["message"])) and (m.group(1), int(m.group(2))) == queue]
+    stored = [e["t_ms"] for e in ix.by_msg[original["msg_id"]] if e["kind"] == "store" and e["seq"] < original["seq"]
+              and (e["topic"], e["queue_id"], e["queue_offset"]) == (*queue, original["queue_offset"])]
+    if not failed or not stored or failed[0][0] - stored[-1] >= PULL_SUSPEND_MS:
+        return False  # the held pull, built after the copy was stored, may have timed out and gone again
+    for (before_ms, _), (t_ms, why) in zip(failed, failed[1:], strict=False):
+        if "connection closed" in why or not 0 <= t_ms - before_ms - PULL_RETRY_MS <= PULL_REFUSED_MS:
+            return False  # a pull that got through (and was held until a stop cut it), or one not retried at once
+    return crash["t_ms"] < failed[-1][0] + PULL_RETRY_MS
+
+
 def _shutdowns_judged(graceful: list[dict], earlier: list[dict], again: dict) -> list[dict]:
     """The graceful shutdowns a level's repeated delivery is judged by: the first after the unit's latest delivery.
     Its persisted table put the level back at or below the unit; a later shutdown's run never delivered the unit
@@ -2085,7 +2174,8 @@ def check_duplicates(ix: _Index, ctx: RunContext) -> dict:
                                       or _another_timer_copy_from_a_crash(ix, earlier[key], e, ctx))) or (
             key[0] == "consume" and _consumed_a_replayed_timer_copy(ix.by_msg[e["msg_id"]], original, e)) or (
             key[0] == "consume" and _consume_offset_never_persisted(ix, original, e)) or (
-            key[0] == "consume" and _consumed_while_the_broker_was_down(ix, original, e))
+            key[0] == "consume" and _consumed_while_the_broker_was_down(ix, original, e)) or (
+            key[0] == "consume" and _offset_died_with_its_consumer(ix, original, e))
         if key[0] == "deliver" and not window and not explained and any(
                 not _slot_unfinished(original, g, ctx) and not _behind_an_unfinished_async_head(ix, e, g, ctx)
                 for g in _shutdowns_judged(graceful, earlier[key], e)):

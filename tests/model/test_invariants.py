@@ -1993,3 +1993,108 @@ def test_duplicates_judge_a_timer_repeat_by_the_crash_window_of_its_latest_read(
     # 29 s after the latest read: outside every window
     assert_fails("duplicates", _timer_read_at_each_restart(35_000), A, "deliver repeated at t=36000 ms",
                  "outside every persist window")
+
+
+def _pull_failed(h: H, t: int, why: str, client: str = "G-0") -> H:
+    return h.add(t, "log", level="WARN", logger=f"RocketmqClient@{client}", fault_site=None,
+                 message=f"execute the pull request exception, MessageQueue(topic='T', broker_name='broker-a', "
+                         f"queue_id=0): {why}")
+
+
+REFUSED = "CODE: 24 DESC: the consumer's group info not exist, group: G"
+
+
+def _offset_died_with_its_consumer(started_t: int = 4153, last_pull: str | None = REFUSED, kill: str = "process",
+                                   newcomer: bool = False, later_consume: bool = False) -> H:
+    """Explore seed 1110000387 (5.3.3): G-0, started at 4.153 s, consumed #0 at 4.502 s; its held pull (built
+    before the consume) was cut by the shutdown at 4.664 s, and the pulls 3 s after each failure were refused
+    (no heartbeat yet after the restarts at 7.600 s and 10.323 s); G-0 was killed at 13.637 s, before its next
+    pull and its first persistAll (10 s after its start), so every table written held the older offset."""
+    h = H().add(started_t, "consumer_start", group="G", client_id="G-0@sim", topic="T", subscription="*",
+                model="CLUSTERING", max_reconsume_times=2)
+    h.send(4500, A).store(4500, A).consume(4502, A)
+    for stop_t, start_t in ((4664, 5664), (6600, 7600), (9323, 10_323)):
+        h.crash(stop_t, crash_kind="shutdown").add(stop_t, "persist", file="consumerOffset.json").restart(start_t)
+    _pull_failed(h, 4665, "connection closed: the broker shut down")
+    _pull_failed(h, 7667, REFUSED)
+    if last_pull is not None:
+        _pull_failed(h, 10_669, last_pull)
+    if newcomer:
+        h.add(8000, "consumer_start", group="G", client_id="G-1@sim", topic="T", subscription="*",
+              model="CLUSTERING", max_reconsume_times=2)
+    if later_consume:
+        h.send(8000, M2).store(8000, M2, queue_offset=1).consume(8002, M2, queue_offset=1)
+    h.crash(13_637, target="G-0", crash_kind=kill)
+    h.crash(14_586).restart(15_586)
+    return h.consume(15_640, A).in_time_order()
+
+
+def test_duplicates_hold_for_a_consumer_killed_before_its_offset_left_it(monkeypatch):
+    import model.invariants as invariants
+
+    assert_holds("duplicates", _offset_died_with_its_consumer(), NINE_S_WINDOW)
+    monkeypatch.setattr(invariants, "_offset_died_with_its_consumer", lambda ix, original, again: False)
+    assert_fails("duplicates", _offset_died_with_its_consumer(), A, "consume repeated at t=15640 ms",
+                 context=NINE_S_WINDOW)
+
+
+def test_duplicates_fail_when_the_killed_consumers_offset_could_have_left_it():
+    for h in (_offset_died_with_its_consumer(started_t=3000),  # persistAll at 13.000 s, before the kill
+              _offset_died_with_its_consumer(last_pull=None),  # no failure at 10.669 s: that pull went through
+              _offset_died_with_its_consumer(last_pull="connection closed: the broker shut down"),  # held: committed
+              _offset_died_with_its_consumer(kill="shutdown"),  # a shutdown persists the client's offsets
+              _offset_died_with_its_consumer(newcomer=True),  # a rebalance may persist the queue it hands over
+              _offset_died_with_its_consumer(later_consume=True)):  # a FOUND pull after the consume carried it
+        assert_fails("duplicates", h, A, "consume repeated at t=15640 ms", "outside every persist window",
+                     context=NINE_S_WINDOW)
+
+
+M3 = "CCCC0003"
+
+
+def _pulled_before_a_rollback(cut: bool = True, stored_again: bool = False, queue_offset: int = 4,
+                              moved: str | None = None, consumer: str = "G-0", other_client: bool = False,
+                              crash_t: int | None = None) -> H:
+    """Explore seed 1110000307 (5.3.3): G-0, a slow consumer, had pulled #0-#5 when a rollback cut the queue back
+    to 4 and destroyed M2 (#5); it consumed M2 from its ProcessQueue after the restart and pulled on from 6. A,
+    stored at 4 after the restart, lies below that offset and is never pulled."""
+    h = _groups_g_and_h()
+    h.send(500, M2).store(500, M2, queue_offset=5)
+    if cut:
+        rollback(h, 1000, lost=[M2])
+    else:
+        h.crash(1000).restart(3000)
+    h.send(3100, A).store(3100, A, queue_offset=queue_offset)
+    if stored_again:  # M2 stored at #5 again: the consume may have read that copy
+        h.store(3150, M2, queue_offset=5)
+    if crash_t is not None:
+        h.crash(crash_t).restart(crash_t + 10)
+    h.add(3200, "consume", group=consumer[0], client_id=f"{consumer}@sim", msg_id=M2, topic="T", queue_topic="T",
+          queue_id=0, queue_offset=5, reconsume_times=0, status="CONSUME_SUCCESS")
+    if other_client:  # another consumer of G read the queue after the restart: it may own it now
+        h.send(3300, M3).store(3300, M3, queue_offset=5).consume(3310, M3, client="G-1@sim", queue_offset=5)
+    if moved is not None:
+        h.add(3250, "log", level="WARN", logger="RocketmqClient@G-0", fault_site=None,
+              message=f"the pull request offset illegal, MessageQueue(topic='T', broker_name='broker-a', queue_id=0) "
+                      f"{moved}")
+    return h.in_time_order().drain(10_000)
+
+
+def test_no_loss_holds_below_an_offset_pulled_before_a_rollback_and_consumed_after_it(monkeypatch):
+    from model.invariants import _Index
+
+    assert assert_holds("no_loss", _pulled_before_a_rollback())["checked"] == 2
+    monkeypatch.setattr(_Index, "below_an_offset_pulled_before_a_cut", lambda self, msg_id, group, after_seq=-1: False)
+    assert_fails("no_loss", _pulled_before_a_rollback(), A, "neither consumed it successfully nor dead-lettered")
+
+
+def test_no_loss_fails_below_an_offset_pulled_before_a_rollback_without_its_conditions():
+    lost = "neither consumed it successfully nor dead-lettered"
+    for h in (_pulled_before_a_rollback(cut=False),  # a plain crash cut nothing: nothing reuses #4
+              _pulled_before_a_rollback(stored_again=True),  # the consume may have read the new copy of M2
+              _pulled_before_a_rollback(queue_offset=6),  # at the offset the consumer pulls next
+              _pulled_before_a_rollback(moved="6 -> 4"),  # the client moved its offset down to A
+              _pulled_before_a_rollback(consumer="H-0"),  # another group's consumer pulled past A
+              _pulled_before_a_rollback(other_client=True),  # two consumers of the queue after the restart
+              _pulled_before_a_rollback(crash_t=3150)):  # consumed after the next crash: not this cut's
+        assert_fails("no_loss", h, A, lost)

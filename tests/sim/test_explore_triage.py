@@ -582,14 +582,20 @@ def test_a_level_stuck_on_a_unit_resurrected_after_two_abnormal_recoveries(monke
     assert "no_loss" in _check(result)
 
 
-def test_a_consumer_goes_on_from_what_it_pulled_before_a_rollback():
+def test_a_consumer_goes_on_from_what_it_pulled_before_a_rollback(monkeypatch):
+    import model.invariants as invariants
+
     result = _run_file("explore-104-combos", 104)
     events = result.history.events
     assert "no_loss" not in _check(result)
     rollback = next(e for e in events if e["kind"] == "crash" and e.get("site") == "store_rollback")
-    # without the consumes between the last commit and the rollback, nothing says the client had pulled past
+    # without the consumes between the last commit and the rollback, only the local retries of the same copies
+    # after the restart (56.0 s, 56.2 s) say the client had pulled past (1110000307's excuse); without them, nothing
     cut = [e for e in events if not (e["kind"] == "consume" and e["group"] == "GroupB"
                                      and rollback["t_ms"] - 1000 <= e["t_ms"] <= rollback["t_ms"] + 2000)]
+    assert "no_loss" not in _check(result, cut)
+    monkeypatch.setattr(invariants._Index, "below_an_offset_pulled_before_a_cut",
+                        lambda self, msg_id, group, after_seq=-1: False)
     assert "no_loss" in _check(result, cut)
 
 
@@ -1584,3 +1590,64 @@ def test_a_timer_slot_read_again_at_each_restart_is_judged_from_its_latest_read(
     violations = _check(result)["duplicates"]["violations"]
     assert violations and all("deliver repeated at t=15847 ms although the first one (t=3600 ms)" in v["explanation"]
                               for v in violations)
+
+
+def test_a_consumer_killed_before_its_offset_left_it_repeats_the_copy(monkeypatch):
+    """Triaged from weighted generated runs (excuse_coverage --like 990000012, seed 1110000387), 5.3.3: GroupC-0,
+    restarted at 4.153 s, consumed TopicA 0 #22 at 4.502 s; its held pull (built with the answer that brought #22,
+    so carrying 22) was cut by the graceful shutdown at 4.664 s, and the pulls 3 s after each failure were refused
+    at 7.666 s and 10.668 s (SUBSCRIPTION_NOT_EXIST: GroupC's heartbeat had not come since the restarts at 7.600 s
+    and 10.323 s; the broker returns before commitOffset). GroupC-0 was killed at 13.637 s, before its next pull
+    (13.669 s) and its first persistAll (10 s after its start: 14.153 s), so the broker never saw 23 and GroupC read
+    #22 again at 15.640 s, 11.1 s after the first read: RocketMQ's (the offset died with the consumer)."""
+    import model.invariants as invariants
+
+    result = _run_file("explore-1110000387-like-990000012", 1110000387)
+    assert not _failed(result)
+    events = result.history.events
+    assert _broker_stops_and_starts(events)[:8] == [
+        ("crash", 4_664, "shutdown"), ("restart", 5_664, None), ("crash", 6_600, "shutdown"), ("restart", 7_600, None),
+        ("crash", 9_323, "shutdown"), ("restart", 10_323, None), ("crash", 14_586, "process"), ("restart", 15_586, None)]
+    reads = [e["t_ms"] for e in events if e["kind"] == "consume" and e["group"] == "GroupC"
+             and (e["queue_topic"], e["queue_id"], e["queue_offset"]) == ("TopicA", 0, 22)]
+    assert reads == [4_502, 15_640]
+    assert [(e["t_ms"], e["crash_kind"]) for e in events if e["kind"] == "crash" and e["target"] == "GroupC-0"
+            and 4_502 < e["t_ms"] < 15_640] == [(13_637, "process")]
+    failed = [(e["t_ms"], "CODE: 24" in e["message"]) for e in events if e["kind"] == "log"
+              and e["logger"] == "RocketmqClient@GroupC-0" and 4_502 < e["t_ms"] < 13_637
+              and "execute the pull request exception" in e["message"] and "queue_id=0)" in e["message"]]
+    assert failed == [(4_665, False), (7_667, True), (10_669, True)]
+    monkeypatch.setattr(invariants, "_offset_died_with_its_consumer", lambda ix, original, again: False)
+    (violation,) = _check(result)["duplicates"]["violations"]
+    assert "consume repeated at t=15640 ms although the first one (t=4502 ms)" in violation["explanation"]
+
+
+def test_retry_copies_below_the_offset_a_slow_consumer_pulled_before_a_rollback(monkeypatch):
+    """Triaged from weighted generated runs (excuse_coverage --like 990000012, seed 1110000307), 5.3.3: GroupA-0
+    (500 ms a message), restarted at 52.329 s, pulled %RETRY%GroupA 0 #141-#275 by 52.6 s. The store rollback at
+    52.658 s (to the copy of 50.658 s) cut that queue back to 188; after the restart at 54.658 s level 4 put its
+    copies again at 188-290 (55.658 s), and GroupA-0's pull, 3 s after the one the crash cut, came at 55.659 s
+    from 276: FOUND, so no OFFSET_ILLEGAL moved it down. Meanwhile it consumed #270-#275 of the old batch from
+    its ProcessQueue at 55.831 s. Five retry copies stored at 270-275 were never pulled: RocketMQ's (the client's
+    PullRequest outlives the broker's queue; the evidence of the pull is consumed after the restart)."""
+    from model.invariants import _Index
+
+    result = _run_file("explore-1110000307-like-990000012", 1110000307)
+    assert not _failed(result)
+    events = result.history.events
+    assert ("crash", 52_658, "process") in _broker_stops_and_starts(events)
+    assert [(e["t_ms"], e["snapshot_t_ms"]) for e in events if e["kind"] == "store_rollback"] == [(52_658, 50_658)]
+    retry = "%RETRY%GroupA"
+    lost = {e["msg_id"]: e["queue_offset"] for e in events if e["kind"] == "store" and e["topic"] == retry
+            and e["t_ms"] == 55_658 and e["queue_offset"] in (270, 272, 273, 274, 275)}
+    assert sorted(lost.values()) == [270, 272, 273, 274, 275]
+    late = [(e["t_ms"], e["queue_offset"]) for e in events if e["kind"] == "consume" and e["group"] == "GroupA"
+            and e["queue_topic"] == retry and 54_658 < e["t_ms"] < 56_200 and e["queue_offset"] >= 270]
+    assert late[:7] == [(55_831, 270), (55_831, 271), (55_831, 272), (55_831, 273), (55_831, 274), (55_831, 275),
+                        (56_161, 276)]
+    assert not any(e["kind"] == "consume" and e["group"] == "GroupA" and e["msg_id"] in lost for e in events
+                   if e["t_ms"] > 55_658)
+    monkeypatch.setattr(_Index, "below_an_offset_pulled_before_a_cut", lambda self, msg_id, group, after_seq=-1: False)
+    failed = _check(result)
+    assert {v["msg_id"] for v in failed["no_loss"]["violations"]} == set(lost)
+    assert {v["msg_id"] for v in failed["at_least_once_redelivery"]["violations"]} == set(lost)
