@@ -144,6 +144,12 @@ and watching the invariant fail again.
 |  |  | client threw the result away (ConsumeRequest.run, both tags) | |
 | 1100000549 | duplicates | a timer slot read again after two graceful restarts; a crash 1.9 s after the latest read | invariant bug |
 |  |  | (9.2 s after the first): judged from the first read only, and excused only by a consumer's crash | |
+| 1110000387 (like | duplicates | a consumer killed before its offset left it: the held pull (built before the consume) | excuse |
+| 990000012) |  | cut by a shutdown, the retries 3 s apart refused (SUBSCRIPTION_NOT_EXIST before the heartbeat after | |
+|  |  | each restart), the kill before the next pull and before the first persistAll (10 s after its start) | |
+| 1110000307 (like | no_loss, at_least_once_redelivery | a rollback cut %RETRY%GroupA back under a slow consumer's | excuse |
+| 990000012) |  | pulled batch; its pull after the restart came once the level's new copies had passed its offset | |
+|  |  | (FOUND, no OFFSET_ILLEGAL): the copies below it at reused offsets were never pulled | |
 | 1110000228 (like | duplicates | 5.3.3 async: resends pending at a graceful shutdown kept level 3's table at 16 (17-29 | invariant bug |
 | 990000012) |  | out); the restart put 16 on again; a crash in the first consumerOffset.json write (10 s after that | |
 |  |  | start, before any delayOffset.json write) lost that repeat: 17-29 a third time, judged only from their | |
