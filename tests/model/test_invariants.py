@@ -2098,3 +2098,49 @@ def test_no_loss_fails_below_an_offset_pulled_before_a_rollback_without_its_cond
               _pulled_before_a_rollback(other_client=True),  # two consumers of the queue after the restart
               _pulled_before_a_rollback(crash_t=3150)):  # consumed after the next crash: not this cut's
         assert_fails("no_loss", h, A, lost)
+
+
+def _torn_inside_its_id(crash_kind: str = "power", durable: int = 1100, kept_end: int = 1200,
+                        made_id: str | None = None, came_back: str | None = "consume", back_result: str = "ok") -> H:
+    """Seed 1070001057 (combos): A's copy (phy 1000, 200 bytes) is pulled; a power failure keeps its record with
+    the tail of its UNIQ_KEY (the last property) zeroed; the client fails the copy after the restart, and the
+    broker's send-back stores the retry under the torn id (``made_id``), which comes back (``came_back``)."""
+    torn = A[:4] + "\0" * (len(A) - 4 + 1) if made_id is None else made_id
+    h = H().send(0, A).store(0, A)
+    h.events[-1].update(phy_offset=1000, size=200)
+    h.add(100, "crash", target="broker", crash_kind=crash_kind, site="plan", commit_log_durable=durable)
+    h.add(2100, "restart", target="broker", ok=True, last_exit_ok=False, commit_log_end=kept_end)
+    h.consume(3000, A, status="RECONSUME_LATER").send_back(3000, A, 0, result=back_result)
+    h.store(3000, torn, topic="SCHEDULE_TOPIC_XXXX", queue_id=2, reconsume_times=1)
+    h.store(13_000, torn, topic="%RETRY%G", reconsume_times=1)
+    if came_back == "consume":
+        h.consume(13_200, torn, status="RECONSUME_LATER", reconsume_times=1, queue_topic="%RETRY%G")
+        h.send_back(13_200, torn, 1)
+    if came_back in ("consume", "dlq"):
+        h.dlq(13_200, torn, 2)
+    return h.drain(20_000)
+
+
+def test_redelivery_holds_when_a_power_failure_tore_the_consumed_copy_inside_its_id():
+    c = ctx(drain_start_ms=20_000)
+    assert assert_holds("at_least_once_redelivery", _torn_inside_its_id(), c)["checked"] == 2
+    assert_holds("at_least_once_redelivery", _torn_inside_its_id(came_back="dlq"), c)
+    assert_holds("at_least_once_redelivery", _torn_inside_its_id(made_id=A + "\0"), c)  # only the separator zeroed
+
+
+def test_redelivery_fails_when_the_copy_was_not_torn_inside_its_id_or_did_not_come_back(monkeypatch):
+    import model.invariants as invariants
+
+    c = ctx(drain_start_ms=20_000)
+    never = ("attempt 0", "never delivered to G again")
+    for h in (_torn_inside_its_id(crash_kind="process"),  # a kill -9 tears nothing
+              _torn_inside_its_id(durable=1200),  # the copy was flushed before the power failure
+              _torn_inside_its_id(kept_end=1100),  # the recovery cut the record: the send-back read no copy of A
+              _torn_inside_its_id(made_id="BBBB" + "\0" * 5),  # another message's id
+              _torn_inside_its_id(made_id=A[:4] + "\0" * 4),  # as long as the id: not the last property's tail
+              _torn_inside_its_id(made_id=A[:4] + "\0" * 4 + "1"),  # zeros inside, not to the end
+              _torn_inside_its_id(came_back=None),  # the torn copy was never consumed nor dead-lettered
+              _torn_inside_its_id(back_result="failed")):  # no broker send-back stored the torn copy
+        assert_fails("at_least_once_redelivery", h, A, *never, context=c)
+    monkeypatch.setattr(invariants, "_came_back_under_a_torn_id", lambda ix, attempt: False)
+    assert_fails("at_least_once_redelivery", _torn_inside_its_id(), A, *never, context=c)

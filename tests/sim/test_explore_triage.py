@@ -1657,3 +1657,44 @@ def test_retry_copies_below_the_offset_a_slow_consumer_pulled_before_a_rollback(
     failed = _check(result)
     assert {v["msg_id"] for v in failed["no_loss"]["violations"]} == set(lost)
     assert {v["msg_id"] for v in failed["at_least_once_redelivery"]["violations"]} == set(lost)
+
+
+def test_a_message_whose_copy_a_power_failure_tore_inside_its_id_comes_back_under_the_torn_id(monkeypatch):
+    """Triaged from generated runs with the explorer's combinations (seed 1070001057), 5.3.3: TopicA 0 #262 of
+    ...0106 was stored at 46.200 s (phy 248648, 203 bytes) and pulled by GroupA-0; the power failure at 46.218 s
+    (durable end 246208) kept the record's sectors up to 248832 only: its last 19 bytes, the tail of its UNIQ_KEY
+    and the property separator, are zeros, which the recovery keeps (only the body has a CRC; the commit log ends
+    at the record's end). GroupA-0 failed the copy from its ProcessQueue at 46.401 s (the broker down for both
+    send-backs: local retry) and again at 51.601 s; that broker send-back read the torn record at its offset and
+    stored the retry under the torn id, which came back at 61.825 s and 92.125 s and was dead-lettered: the check
+    followed ...0106 by id and found it never back."""
+    import model.invariants as invariants
+
+    result = _run_file("explore-1070001057-combos", 1070001057)
+    assert not _failed(result)
+    events = result.history.events
+    msg = "5CAFAACC367A1925405147B814780106"
+    torn_id = msg[:14] + "\0" * 19
+    (copy,) = [e for e in events if e["kind"] == "store" and e["msg_id"] == msg]
+    assert (copy["topic"], copy["queue_offset"], copy["t_ms"], copy["phy_offset"], copy["size"]) == (
+        "TopicA", 262, 46_200, 248_648, 203)
+    assert _broker_stops_and_starts(events)[:2] == [("crash", 46_218, "power"), ("restart", 48_218, None)]
+    power = next(e for e in events if e["kind"] == "crash" and e["target"] == "broker")
+    restart = next(e for e in events if e["kind"] == "restart" and e["seq"] > power["seq"])
+    assert power["commit_log_durable"] == 246_208 and restart["commit_log_end"] == 248_851  # kept, and last
+    attempts = [(e["t_ms"], e["reconsume_times"], e["status"]) for e in events if e["kind"] == "consume"
+                and e["msg_id"] == msg]
+    assert attempts == [(46_401, 0, "RECONSUME_LATER"), (51_601, 1, "RECONSUME_LATER")]
+    back = [(e["t_ms"], e["path"], e["result"]) for e in events if e["kind"] == "send_back" and e["msg_id"] == msg]
+    assert back == [(46_401, "broker", "failed"), (46_401, "producer-fallback", "failed"),
+                    (46_401, "local-retry", "ok"), (51_601, "broker", "ok")]
+    made = [(e["t_ms"], e["topic"]) for e in events if e["kind"] == "store" and e["msg_id"] == torn_id]
+    assert made[0] == (51_601, "SCHEDULE_TOPIC_XXXX")
+    assert [(e["t_ms"], e["reconsume_times"]) for e in events if e["kind"] in ("consume", "dlq")
+            and e["msg_id"] == torn_id] == [(61_825, 1), (92_125, 2), (92_125, 3)]
+    monkeypatch.setattr(invariants, "_came_back_under_a_torn_id", lambda ix, attempt: False)
+    failed = _check(result)
+    assert set(failed) == {"at_least_once_redelivery"}
+    (violation,) = failed["at_least_once_redelivery"]["violations"]
+    assert violation["msg_id"] == msg
+    assert "consume attempt 1 in GroupA failed at t=51601 ms" in violation["explanation"]
