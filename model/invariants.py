@@ -1046,8 +1046,8 @@ def _sent_back_as_another_message(ix: _Index, attempt: dict) -> bool:
 
 
 def _torn_uniq_key(torn: str | None, msg_id: str) -> bool:
-    """``torn`` is the last property's value ``msg_id`` zeroed from some byte on: a surviving prefix, then NULs
-    up to the record's end, the zeroed property separator after the value one of them (so one char longer)."""
+    """``torn`` is ``msg_id``, the last property's value, zeroed from some byte on: a surviving prefix, then
+    NULs to the record's end, the zeroed property separator after the value one of them (one char longer)."""
     if torn is None or len(torn) != len(msg_id) + 1:
         return False
     kept = torn.rstrip("\0")
@@ -1056,23 +1056,24 @@ def _torn_uniq_key(torn: str | None, msg_id: str) -> bool:
 
 def _came_back_under_a_torn_id(ix: _Index, attempt: dict) -> bool:
     """A power failure tore the copy this attempt read inside its UNIQ_KEY (explore seed 1070001057, combos,
-    5.3.3; 940000253's tear began before it, so its copy had none): the recovery kept the record (only the body
-    has a CRC; forceVerifyPropCRC is off), its last property's value now a prefix of the id and zeros. The client
-    had pulled the copy before the failure and failed it from its ProcessQueue; consumerSendMsgBack (4.9.8 and
-    5.3.3) reads the record at the copy's offset (``lookMessageByOffset``) and copies its properties, so the retry
-    copy, and every later one, carries the torn UNIQ_KEY: the message comes back (and is dead-lettered) under
-    that id, which the check, following the message by id, does not know. Recognised by the broker send-back of
-    the attempt storing (the event right after it) a copy under a torn form of the id, that copy consumed or
-    dead-lettered in the group later, and a power failure between the read copy's store and the attempt that
-    found it not durable, whose restart's commit log ends at or past its end (the record was kept)."""
+    5.3.3; 940000253's tear began before it, so its copy had none): the recovery kept the record (only the
+    body has a CRC; forceVerifyPropCRC is off), its last property's value now a prefix of the id and zeros.
+    The client had pulled the copy before the failure and failed it from its ProcessQueue; consumerSendMsgBack
+    (4.9.8 and 5.3.3) reads the record at the copy's offset (``lookMessageByOffset``) and copies its
+    properties, so the retry copy, and every later one, carries the torn UNIQ_KEY: the message comes back (and
+    is dead-lettered) under that id, which the check, following the message by id, does not know. Recognised
+    by the attempt's broker send-back storing (the event right after it) a copy under a torn form of the id,
+    that copy consumed or dead-lettered in the group later, and a power failure between the read copy's store
+    and the attempt that found it not durable, whose restart's commit log ends at or past its end (kept)."""
     msg_id, group = attempt["msg_id"], attempt["group"]
     events = ix.by_msg.get(msg_id, ())
     back = next((e for e in events if e["seq"] > attempt["seq"] and e["kind"] == "send_back"
                  and e["group"] == group), None)
-    if (back is None or back["t_ms"] != attempt["t_ms"] or back["result"] != "ok" or back.get("path") != "broker"
-            or back["reconsume_times"] != attempt["reconsume_times"]):
+    if (back is None or back["t_ms"] != attempt["t_ms"] or back["result"] != "ok"
+            or back.get("path") != "broker" or back["reconsume_times"] != attempt["reconsume_times"]):
         return False
-    made = next((e for e in ix.by_kind["store"] if e["seq"] == back["seq"] + 1 and e["t_ms"] == back["t_ms"]), None)
+    made = next((e for e in ix.by_kind["store"] if e["seq"] == back["seq"] + 1 and e["t_ms"] == back["t_ms"]),
+                None)
     if made is None or not _torn_uniq_key(made["msg_id"], msg_id):
         return False
     if not any(e["seq"] > made["seq"] and e.get("group") == group and e["kind"] in ("consume", "dlq")
@@ -1083,7 +1084,8 @@ def _came_back_under_a_torn_id(ix: _Index, attempt: dict) -> bool:
             and e["queue_offset"] == attempt["queue_offset"]]
     for copy in read:
         for crash in ix.power_crashes:
-            if not copy["seq"] < crash["seq"] < attempt["seq"] or not _not_durable(copy, ix._durable_end(crash)):
+            if not (copy["seq"] < crash["seq"] < attempt["seq"]
+                    and _not_durable(copy, ix._durable_end(crash))):
                 continue
             restart = next((r for r in ix.restarts if r["seq"] > crash["seq"]), None)
             if restart is not None and restart["commit_log_end"] >= copy["phy_offset"] + copy.get("size", 1):

@@ -2101,10 +2101,12 @@ def test_no_loss_fails_below_an_offset_pulled_before_a_rollback_without_its_cond
 
 
 def _torn_inside_its_id(crash_kind: str = "power", durable: int = 1100, kept_end: int = 1200,
-                        made_id: str | None = None, came_back: str | None = "consume", back_result: str = "ok") -> H:
-    """Seed 1070001057 (combos): A's copy (phy 1000, 200 bytes) is pulled; a power failure keeps its record with
-    the tail of its UNIQ_KEY (the last property) zeroed; the client fails the copy after the restart, and the
-    broker's send-back stores the retry under the torn id (``made_id``), which comes back (``came_back``)."""
+                        made_id: str | None = None, came_back: str | None = "consume",
+                        back_result: str = "ok") -> H:
+    """Seed 1070001057 (combos): A's copy (phy 1000, 200 bytes) is pulled; a power failure keeps its record
+    with the tail of its UNIQ_KEY (the last property) zeroed; the client fails the copy after the restart,
+    and the broker's send-back stores the retry under the torn id (``made_id``), which comes back
+    (``came_back``)."""
     torn = A[:4] + "\0" * (len(A) - 4 + 1) if made_id is None else made_id
     h = H().send(0, A).store(0, A)
     h.events[-1].update(phy_offset=1000, size=200)
@@ -2125,7 +2127,8 @@ def test_redelivery_holds_when_a_power_failure_tore_the_consumed_copy_inside_its
     c = ctx(drain_start_ms=20_000)
     assert assert_holds("at_least_once_redelivery", _torn_inside_its_id(), c)["checked"] == 2
     assert_holds("at_least_once_redelivery", _torn_inside_its_id(came_back="dlq"), c)
-    assert_holds("at_least_once_redelivery", _torn_inside_its_id(made_id=A + "\0"), c)  # only the separator zeroed
+    only_the_separator = _torn_inside_its_id(made_id=A + "\0")
+    assert_holds("at_least_once_redelivery", only_the_separator, c)
 
 
 def test_redelivery_fails_when_the_copy_was_not_torn_inside_its_id_or_did_not_come_back(monkeypatch):
@@ -2135,9 +2138,9 @@ def test_redelivery_fails_when_the_copy_was_not_torn_inside_its_id_or_did_not_co
     never = ("attempt 0", "never delivered to G again")
     for h in (_torn_inside_its_id(crash_kind="process"),  # a kill -9 tears nothing
               _torn_inside_its_id(durable=1200),  # the copy was flushed before the power failure
-              _torn_inside_its_id(kept_end=1100),  # the recovery cut the record: the send-back read no copy of A
+              _torn_inside_its_id(kept_end=1100),  # the recovery cut the record: no copy of A to read back
               _torn_inside_its_id(made_id="BBBB" + "\0" * 5),  # another message's id
-              _torn_inside_its_id(made_id=A[:4] + "\0" * 4),  # as long as the id: not the last property's tail
+              _torn_inside_its_id(made_id=A[:4] + "\0" * 4),  # as long as the id: not the last property
               _torn_inside_its_id(made_id=A[:4] + "\0" * 4 + "1"),  # zeros inside, not to the end
               _torn_inside_its_id(came_back=None),  # the torn copy was never consumed nor dead-lettered
               _torn_inside_its_id(back_result="failed")):  # no broker send-back stored the torn copy

@@ -1660,14 +1660,14 @@ def test_retry_copies_below_the_offset_a_slow_consumer_pulled_before_a_rollback(
 
 
 def test_a_message_whose_copy_a_power_failure_tore_inside_its_id_comes_back_under_the_torn_id(monkeypatch):
-    """Triaged from generated runs with the explorer's combinations (seed 1070001057), 5.3.3: TopicA 0 #262 of
-    ...0106 was stored at 46.200 s (phy 248648, 203 bytes) and pulled by GroupA-0; the power failure at 46.218 s
-    (durable end 246208) kept the record's sectors up to 248832 only: its last 19 bytes, the tail of its UNIQ_KEY
-    and the property separator, are zeros, which the recovery keeps (only the body has a CRC; the commit log ends
-    at the record's end). GroupA-0 failed the copy from its ProcessQueue at 46.401 s (the broker down for both
-    send-backs: local retry) and again at 51.601 s; that broker send-back read the torn record at its offset and
-    stored the retry under the torn id, which came back at 61.825 s and 92.125 s and was dead-lettered: the check
-    followed ...0106 by id and found it never back."""
+    """Triaged from generated runs with the explorer's combinations (seed 1070001057), 5.3.3: TopicA 0 #262
+    of ...0106 was stored at 46.200 s (phy 248648, 203 bytes) and pulled by GroupA-0; the power failure at
+    46.218 s (durable end 246208) kept the record's sectors up to 248832 only: its last 19 bytes, the tail of
+    its UNIQ_KEY and the property separator, are zeros, which the recovery keeps (only the body has a CRC; the
+    commit log ends at the record's end). GroupA-0 failed the copy from its ProcessQueue at 46.401 s (the
+    broker down for both send-backs: local retry) and again at 51.601 s; that broker send-back read the torn
+    record at its offset and stored the retry under the torn id, which came back at 61.825 s and 92.125 s and
+    was dead-lettered: the check followed ...0106 by id and found it never back."""
     import model.invariants as invariants
 
     result = _run_file("explore-1070001057-combos", 1070001057)
@@ -1685,7 +1685,8 @@ def test_a_message_whose_copy_a_power_failure_tore_inside_its_id_comes_back_unde
     attempts = [(e["t_ms"], e["reconsume_times"], e["status"]) for e in events if e["kind"] == "consume"
                 and e["msg_id"] == msg]
     assert attempts == [(46_401, 0, "RECONSUME_LATER"), (51_601, 1, "RECONSUME_LATER")]
-    back = [(e["t_ms"], e["path"], e["result"]) for e in events if e["kind"] == "send_back" and e["msg_id"] == msg]
+    back = [(e["t_ms"], e["path"], e["result"]) for e in events
+            if e["kind"] == "send_back" and e["msg_id"] == msg]
     assert back == [(46_401, "broker", "failed"), (46_401, "producer-fallback", "failed"),
                     (46_401, "local-retry", "ok"), (51_601, "broker", "ok")]
     made = [(e["t_ms"], e["topic"]) for e in events if e["kind"] == "store" and e["msg_id"] == torn_id]
