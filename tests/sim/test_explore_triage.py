@@ -142,6 +142,9 @@ and watching the invariant fail again.
 |  |  | GroupA-0 still held (the timer never delivers them again: timercheck is in config/ and is kept, its read | |
 |  |  | time past their slot); their local retry failed while an OFFSET_ILLEGAL dropped the ProcessQueue, and the | |
 |  |  | client threw the result away (ConsumeRequest.run, both tags) | |
+| 1070001057 (combos) | at_least_once_redelivery | 5.3.3: a power failure tore TopicA #262 inside its UNIQ_KEY (the last | excuse |
+|  |  | property; only the body has a CRC, so recovery kept the record); the client failed it after the restart | |
+|  |  | and the send-back (lookMessageByOffset) copied the torn id, under which it came back and was dead-lettered | |
 | 1100000549 | duplicates | a timer slot read again after two graceful restarts; a crash 1.9 s after the latest read | invariant bug |
 |  |  | (9.2 s after the first): judged from the first read only, and excused only by a consumer's crash | |
 | 1110000387 (like | duplicates | a consumer killed before its offset left it: the held pull (built before the consume) | excuse |
