@@ -51,6 +51,7 @@ PREFERRED: dict[str, tuple[str, ...]] = {
     "not_due_offset_plus_one": ("dozens-of-process-crashes",),
     "overflow_badly_to_min": ("store-rollback",),
     "next_offset_at_last_put": ("delayed-burst-then-crash",),
+    "allocate_average_ceil": ("retries-with-flaky-consumers",),
 }
 TIMER_PREFIX = "timer_"  # mutants of the timer wheel: only scenarios that send timer messages can reach it
 DEFAULT_MAX_SEEDS = 3

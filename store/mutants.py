@@ -50,6 +50,8 @@ CATALOGUE: dict[str, str] = {
     "fallback_dlq_ge": "5.x handleRetryAndDLQ with 4.x's '>=' (RIP-32 made it '>'): the fallback dead-letters a retry early",
     "no_contains_message_check": "#5481 (<5.1.0): a result for a message cleanExpireMsg already sent back is sent back again",
     # Offsets
+    "allocate_average_ceil": "AllocateMessageQueueAveragely gives every consumer ceil(n/k) queues from index * "
+                             "ceil(n/k), wrapping: the last shares overlap the first, whose queues have two owners",
     "commit_max_offset": "commit the largest instead of the smallest un-acked offset of a ProcessQueue",
     "overflow_badly_to_min": "#4215 (<=4.9.3): OFFSET_OVERFLOW_BADLY answers nextBeginOffset = minOffset when "
                              "minOffset == 0: the whole queue is consumed again",

@@ -13,9 +13,13 @@ from .api import MessageQueue
 
 
 def allocate_message_queue_averagely(
-    consumer_group: str, current_cid: str, mq_all: Iterable[MessageQueue], cid_all: Iterable[str]
+    consumer_group: str, current_cid: str, mq_all: Iterable[MessageQueue], cid_all: Iterable[str],
+    *, average_ceil: bool = False,
 ) -> list[MessageQueue]:
-    """The queues ``current_cid`` owns; empty when it is not (yet) among the group's consumers."""
+    """The queues ``current_cid`` owns; empty when it is not (yet) among the group's consumers.
+
+    ``average_ceil`` (mutant "allocate_average_ceil"): every consumer takes ceil(n / k) queues from index * that,
+    wrapping as Java's ``(startIndex + i) % mqAll.size()`` does: the last shares run onto the first ones."""
     if not current_cid:
         raise ValueError("currentCID is empty")
     mqs = sorted(mq_all)
@@ -28,6 +32,9 @@ def allocate_message_queue_averagely(
         return []  # the broker does not know us yet (heartbeat not seen): own nothing this round
     index = cids.index(current_cid)
     n, k = len(mqs), len(cids)
+    if average_ceil:
+        average = -(-n // k)
+        return [mqs[(index * average + i) % n] for i in range(min(average, n))]
     mod = n % k
     if n <= k:
         average = 1

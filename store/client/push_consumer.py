@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from functools import partial
 
 from ..clock import Clock
 from ..config import ERA_5
@@ -27,6 +28,7 @@ from ..message import (
 from ..mutants import validate
 from ..probes import NO_PROBES
 from ..service import PeriodicService
+from .allocate_message_queue import allocate_message_queue_averagely
 from .api import (
     BROADCASTING,
     CLUSTERING,
@@ -165,6 +167,8 @@ class DefaultMQPushConsumer:
             create_process_queue=self._create_process_queue,
             dispatch_pull_requests=self._dispatch_pull_requests,
             log=self.log,
+            **({"allocate": partial(allocate_message_queue_averagely, average_ceil=True)}
+               if "allocate_average_ceil" in mutants else {}),
         )
         self.consume_message_service = ConsumeMessageConcurrentlyService(self)
         self.default_mq_producer = DefaultMQProducer(

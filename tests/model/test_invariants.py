@@ -2147,3 +2147,29 @@ def test_redelivery_fails_when_the_copy_was_not_torn_inside_its_id_or_did_not_co
         assert_fails("at_least_once_redelivery", h, A, *never, context=c)
     monkeypatch.setattr(invariants, "_came_back_under_a_torn_id", lambda ix, attempt: False)
     assert_fails("at_least_once_redelivery", _torn_inside_its_id(), A, *never, context=c)
+
+
+def _consumed_twice(start_t: int, first_t: int, between: str | None = None, dropped: bool = False) -> H:
+    """Two members of G consume the same copy (T 0 #0) at ``first_t`` and ``first_t`` + 1000; the
+    group's last member started at ``start_t``."""
+    h = H().send(0, A).store(0, A)
+    h.add(start_t, "consumer_start", group="G", client_id="G-1@sim", topic="T", subscription="*",
+          model="CLUSTERING", max_reconsume_times=2)
+    h.consume(first_t, A, client="G-0@sim")
+    if dropped:
+        h.add(first_t, "log", level="WARN", logger="RocketmqClient@G-0", fault_site=None,
+              message="processQueue is dropped without process consume result. "
+                      "MessageQueue(topic='T', broker_name='broker-a', queue_id=0)")
+    if between == "crash":
+        h.crash(first_t + 500, target="G-0")
+    return h.consume(first_t + 1000, A, client="G-1@sim").in_time_order().drain(first_t + 2000)
+
+
+def test_duplicates_fail_for_a_copy_consumed_twice_with_nothing_between():
+    # members own disjoint queues: the same copy twice, 30 s after the last member started, has no cause
+    assert_fails("duplicates", _consumed_twice(0, 30_000), A, "G-1@sim consumed T 0 #0 again at t=31000 ms",
+                 "(G-0@sim had at t=30000 ms)", "nothing could hand the copy out twice")
+    # a rebalance still settling (a member started 5 s before), a crash between, a result thrown away: causes
+    assert_holds("duplicates", _consumed_twice(25_000, 30_000))
+    assert_holds("duplicates", _consumed_twice(0, 30_000, between="crash"))
+    assert_holds("duplicates", _consumed_twice(0, 30_000, dropped=True))

@@ -51,6 +51,7 @@ CASES = {
     "not_due_offset_plus_one": ("dozens-of-process-crashes", (), 2, "at_least_once_redelivery"),
     "overflow_badly_to_min": ("store-rollback", (), 1, "duplicates"),
     "next_offset_at_last_put": ("delayed-burst-then-crash", (), 1, "duplicates"),
+    "allocate_average_ceil": ("retries-with-flaky-consumers", (), 1, "duplicates"),
 }
 
 
