@@ -43,6 +43,8 @@ LOGIC_ORDER_WRONG = re.compile(r"\[BUG\]logic queue order maybe wrong, expect (\
 CQ_UNIT_BYTES = 20  # ConsumeQueue.CQ_STORE_UNIT_SIZE: the logic offsets of that line are unit * 20
 
 CONSUME_SUCCESS = "CONSUME_SUCCESS"
+FAULT_EVIDENCE = ("crash", "restart", "fault", "store_rollback", "cq_truncate", "cq_unindexed", "timer_torn_unit",
+                  "unstored")  # event kinds without which no copy can be lost to a fault
 MAX_QUOTED_EVENTS = 8
 MAX_VIOLATIONS = 50
 SEND_BACK_TO_DLQ_MS = 1000  # a dead letter is stored in the same step as its send-back; allow scheduling slack
@@ -164,6 +166,9 @@ class _Index:
             if e["msg_id"]:
                 self.cut_by_fault[e["msg_id"]].append(e["seq"])
         self.stale_units = self._stale_units_after_power_failure()
+        # Nothing struck (no crash, restart, fault of any kind, lost or unstored copy): nothing was lost to a fault,
+        # and the excuses need not be asked (a fault-free dense run asks lost_to_a_fault for every copy)
+        self.faultless = not any(self.by_kind[kind] for kind in FAULT_EVIDENCE)
         # #8979: without timerEnableRetryUntilSuccess (the default) 5.3.2-5.3.3 drop a due timer message whose put
         # failed three times, with this ERROR line; check_events turns the excuse on only for such a broker
         self.timer_gives_up = False
@@ -379,6 +384,8 @@ class _Index:
         stale one. ``after_seq``: only copies stored and faults struck after that event count
         (at_least_once_redelivery asks about the copy that was to come back after a failed attempt; no_loss about
         any copy)."""
+        if self.faultless:
+            return False
         return (any(seq > after_seq for seq in self.cut_by_fault.get(msg_id, ()))
                 or self.lost_to_power_failure(msg_id, after_seq)
                 or self.behind_a_torn_timer_unit(msg_id, after_seq)
