@@ -303,13 +303,14 @@ class _Index:
         return False
 
     def _level_read_first(self, level: int, after_seq: int) -> dict | None:
-        """The first unit a level read after an event (a broker stop): its first delivery, or an earlier ERROR
-        line of a unit whose messageTimeup threw, as {"seq", "schedule_queue_offset"}; None if neither. The line
-        names the unit the level stood at (executeOnTimeup logs ``nextOffset``, 4.9.8; 5.x alike), and 4.9.8
-        retries that unit every 100 ms: a level stuck at a torn unit delivers nothing again (explore seed
-        1070001218 with combos: a reloaded delay offset put level 2 at a unit a power failure tore, never past
-        it, so ``skipped_by_a_reloaded_delay_offset`` saw no delivery to show where the level resumed)."""
-        first = next((d for d in self.by_kind["deliver"] if d["seq"] > after_seq and d["level"] == level), None)
+        """The first unit a level read after an event (a broker stop): its first delivery, or an earlier
+        ERROR line of a unit whose messageTimeup threw, as {"seq", "schedule_queue_offset"}; None if neither.
+        The line names the unit the level stood at (executeOnTimeup logs ``nextOffset``, 4.9.8; 5.x alike),
+        and 4.9.8 retries that unit every 100 ms: a level stuck at a torn unit never delivers again (explore
+        seed 1070001218 with combos: a reloaded delay offset put level 2 at a unit a power failure tore, so
+        ``skipped_by_a_reloaded_delay_offset`` saw no delivery to show where the level resumed)."""
+        first = next((d for d in self.by_kind["deliver"]
+                      if d["seq"] > after_seq and d["level"] == level), None)
         error = next(((offset, seq) for lv, offset, seq, _t, _site in self.level_unit_errors
                       if lv == level and seq > after_seq), None)
         if error is not None and (first is None or error[1] < first["seq"]):

@@ -169,6 +169,37 @@ def test_no_loss_holds_for_a_copy_below_a_corrected_delay_offset_a_crash_reloade
         assert_fails("no_loss", h, A, "neither consumed it successfully nor dead-lettered")
 
 
+def _reloaded_delay_offset_at_a_broken_unit(error_level: int = 3, error_after_stop: bool = True,
+                                            persisted: bool = False) -> H:
+    # Seed 1070001218 (4.9.8, combos): as 1070000650, but the reloaded offset put the level at a unit a
+    # power failure tore (M2's); 4.9.8 retries it every 100 ms and the level never delivers again: only its
+    # ERROR line shows where the level resumed.
+    h = H().crash(0, crash_kind="power").restart(2000)
+    h.add(2000, "log", level="ERROR", logger="ScheduleMessageService", fault_site="power_failure",
+          message="schedule CQ offset invalid, level 3: correct delay offset from 100 to 40")
+    h.send(3000, A, level=3).store(3000, A, topic="SCHEDULE_TOPIC_XXXX", queue_id=2, queue_offset=50)
+    h.send(3100, M2, level=3).store(3100, M2, topic="SCHEDULE_TOPIC_XXXX", queue_id=2, queue_offset=100)
+    if persisted:
+        h.add(4000, "persist", file="delayOffset.json")
+    error_t = 9000 if error_after_stop else 4500
+    h.add(error_t, "log", level="ERROR", logger="ScheduleMessageService", fault_site="power_failure",
+          message=f"ScheduleMessageService, messageTimeup execute error, level {error_level} offset=100: "
+                  f"KeyError('REAL_QID')")
+    h.crash(5000, crash_kind="power").restart(7000)
+    return h.in_time_order().drain(20_000)
+
+
+def test_no_loss_holds_for_a_copy_below_a_reloaded_delay_offset_whose_level_stuck_at_a_broken_unit():
+    era_4 = dataclasses.replace(ctx(), era="4.9.8")
+    assert_holds("no_loss", _reloaded_delay_offset_at_a_broken_unit(), era_4)
+    # the error line of another level, or from before the stop, does not say where level 3 resumed; a persist
+    # after the correction wrote the lowered offset: no excuse
+    for h in (_reloaded_delay_offset_at_a_broken_unit(error_level=2),
+              _reloaded_delay_offset_at_a_broken_unit(error_after_stop=False),
+              _reloaded_delay_offset_at_a_broken_unit(persisted=True)):
+        assert_fails("no_loss", h, A, "neither consumed it successfully nor dead-lettered", context=era_4)
+
+
 def _skipped_behind_a_failed_async_put(fault_detail: str = "T", delivered_first: bool = False,
                                        next_unit: int = 34) -> H:
     # Seed 900000578 (5.3.3, asynchronous delivery): A's level-3 unit 33 was due, its put failed, and the level's
