@@ -1755,3 +1755,38 @@ def test_copies_below_a_reloaded_delay_offset_whose_level_stuck_at_a_torn_unit(m
     assert set(failed) == {"no_loss"}
     skipped = {m for m, offset in stored.items() if 87 <= offset <= 90}
     assert {v["msg_id"] for v in failed["no_loss"]["violations"]} == skipped
+
+
+def test_a_copy_whose_consume_queue_unit_a_power_failure_tore_in_its_tags_code_is_filtered_out(monkeypatch):
+    """Triaged from generated runs with the explorer's combinations (seed 1070001225), 4.9.8, SYNC_FLUSH, one
+    queue, a broadcasting group subscribed to "TagA || TagB": TopicA 0 #281 of ...0123 (TagB) was stored at
+    49.100 s (phy 59853, 213 bytes), durable (SYNC_FLUSH). Its consume-queue unit sits at file position 5620,
+    so the sector boundary at 5632 falls inside its tagsCode; the power failure at 49.799 s kept the queue's
+    bytes up to that boundary only (128 bytes lost): ConsumeQueue.recover kept #281 (offset and size valid)
+    with tagsCode 0, and the reput dispatched #282-#287 again. The broker's tag filter skips a unit whose
+    tagsCode is in no subscribed tag's hash set, so both instances pulled #280 and then #282 (63.4-63.6 s):
+    RocketMQ's loss, a subscription "*" would have had it."""
+    import model.invariants as invariants
+
+    result = _run_file("explore-1070001225-combos", 1070001225)
+    assert not _failed(result)
+    events = result.history.events
+    msg = "5CAFAACC8363C13325E747B81FCC0123"
+    (copy,) = [e for e in events if e["kind"] == "store" and e["msg_id"] == msg]
+    assert (copy["topic"], copy["queue_id"], copy["queue_offset"], copy["t_ms"], copy["phy_offset"]) == (
+        "TopicA", 0, 281, 49_100, 59_853)
+    assert _broker_stops_and_starts(events)[-2:] == [("crash", 49_799, "power"), ("restart", 50_299, None)]
+    power = [e for e in events if e["kind"] == "crash" and e["target"] == "broker"][-1]
+    assert power["commit_log_durable"] == 61_344 >= copy["phy_offset"] + copy["size"]
+    assert {e["subscription"] for e in events if e["kind"] == "consumer_start"} == {"TagA || TagB"}
+    cq = result.world.brokers.broker.message_store.find_consume_queue("TopicA", 0)
+    assert [cq.get_unit(n)[2] for n in (280, 281, 282)] == [2_598_920, 0, 2_598_920]  # TagB's hash, zeroed
+    for client in ("GroupA-0@sim", "GroupA-1@sim"):
+        read = [e["queue_offset"] for e in events if e["kind"] == "consume" and e["client_id"] == client
+                and 279 <= e["queue_offset"] <= 283]
+        assert read == [279, 280, 282, 283]
+    monkeypatch.setattr(invariants._Index, "filtered_out_by_a_torn_tags_code",
+                        lambda self, m, group, after_seq=-1: False)
+    failed = _check(result)
+    assert set(failed) == {"no_loss"}
+    assert {v["msg_id"] for v in failed["no_loss"]["violations"]} == {msg}
