@@ -304,11 +304,11 @@ class _Index:
         return False
 
     def _level_read_first(self, level: int, after_seq: int) -> dict | None:
-        """The first unit a level read after an event (a broker stop): its first delivery, or an earlier
-        ERROR line of a unit whose messageTimeup threw, as {"seq", "schedule_queue_offset"}; None if neither.
-        The line names the unit the level stood at (executeOnTimeup logs ``nextOffset``, 4.9.8; 5.x alike),
-        and 4.9.8 retries that unit every 100 ms: a level stuck at a torn unit never delivers again (explore
-        seed 1070001218 with combos: a reloaded delay offset put level 2 at a unit a power failure tore, so
+        """The first unit a level read after an event (a broker stop): its first delivery, or an earlier ERROR
+        line of a unit whose messageTimeup threw, as {"seq", "schedule_queue_offset"}; None if neither. The
+        line names the unit the level stood at (executeOnTimeup logs ``nextOffset``, 4.9.8; 5.x alike), and
+        4.9.8 retries that unit every 100 ms: a level stuck at a torn unit never delivers again (explore seed
+        1070001218 with combos: a reloaded delay offset put level 2 at a unit a power failure tore, so
         ``skipped_by_a_reloaded_delay_offset`` saw no delivery to show where the level resumed)."""
         first = next((d for d in self.by_kind["deliver"]
                       if d["seq"] > after_seq and d["level"] == level), None)
@@ -793,17 +793,18 @@ class _Index:
     cq_units_per_file = 300_000  # the broker's consume-queue file size in units; check_events sets it
 
     def filtered_out_by_a_torn_tags_code(self, msg_id: str, group: str | None, after_seq: int = -1) -> bool:
-        """A power failure tears a file on a 512-byte sector boundary (a sector is written whole or not at all),
-        and a consume-queue unit (commit-log offset 8, size 4, tagsCode 8 bytes) at a file position where a
-        boundary falls within its tagsCode keeps a valid offset and size with the tagsCode zeroed (or cut):
-        ConsumeQueue.recover keeps it (``offset >= 0 && size > 0`` only, both eras), and the broker's tag filter
-        (ExpressionMessageFilter.isMatchedByConsumeQueue: codeSet.contains(tagsCode)) skips it for every group
-        that subscribes by tags, while the queue's later units are dispatched again from the commit log. Explore
-        seed 1070001225 with combos (4.9.8, SYNC_FLUSH): TopicA 0 #281 (file position 5620, the boundary at
-        5632) stored at 49.1 s, durable; the power failure at 49.799 s lost the consume queue's sector from 5632;
-        the broadcasting group ("TagA || TagB") pulled #280 and then #282. Recognised by a copy in the group's
-        topic, durable at the next power failure, whose unit's tagsCode straddles a sector boundary, a tag
-        subscription, and a consume by the group of a later unit of that queue after the restart."""
+        """A power failure tears a file on a 512-byte sector boundary (a sector is written whole or not at
+        all), and a consume-queue unit (commit-log offset 8, size 4, tagsCode 8 bytes) at a file position
+        where a boundary falls within its tagsCode keeps a valid offset and size with the tagsCode zeroed (or
+        cut): ConsumeQueue.recover keeps it (``offset >= 0 && size > 0`` only, both eras), and the broker's
+        tag filter (ExpressionMessageFilter.isMatchedByConsumeQueue: codeSet.contains(tagsCode)) skips it for
+        every group that subscribes by tags, while the queue's later units are dispatched again from the
+        commit log. Explore seed 1070001225 with combos (4.9.8, SYNC_FLUSH): TopicA 0 #281 (file position
+        5620, the boundary at 5632) stored at 49.1 s, durable; the power failure at 49.799 s lost the consume
+        queue's sector from 5632; the broadcasting group ("TagA || TagB") pulled #280 and then #282.
+        Recognised by a copy in the group's topic, durable at the next power failure, whose unit's tagsCode
+        straddles a sector boundary, a tag subscription, and a consume by the group of a later unit of that
+        queue after the restart."""
         if group is None:
             return False
         for store in self._stores(msg_id, after_seq):
@@ -821,7 +822,8 @@ class _Index:
             place = (store["topic"], store["queue_id"])
             if back is not None and any(
                     c["group"] == group and c["seq"] > back and c["queue_offset"] > store["queue_offset"]
-                    and (c.get("queue_topic", c["topic"]), c["queue_id"]) == place for c in self.by_kind["consume"]):
+                    and (c.get("queue_topic", c["topic"]), c["queue_id"]) == place
+                    for c in self.by_kind["consume"]):
                 return True
         return False
 

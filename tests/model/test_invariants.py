@@ -204,7 +204,7 @@ def _filtered_out_by_a_torn_tags_code(subscription: str = "TagA || TagB", unit: 
                                       crash_kind: str = "power", consumed_after: bool = True) -> H:
     # Seed 1070001225 (4.9.8, combos): A's consume-queue unit 281 sits at file position 5620, so the sector
     # boundary at 5632 falls inside its tagsCode; the power failure kept the sector before it only: the unit
-    # recovered whole but for a zero tagsCode, which the broker's tag filter skips. The group pulled on past it.
+    # recovered whole but for a zero tagsCode, which the broker's tag filter skips. The group read on past it.
     h = H().add(0, "consumer_start", group="G", client_id="G-0@sim", topic="T", subscription=subscription,
                 model="CLUSTERING", max_reconsume_times=2)
     h.send(1000, A).store(1000, A, queue_offset=unit).send(1100, M2).store(1100, M2, queue_offset=unit + 1)
@@ -221,7 +221,8 @@ def test_no_loss_holds_for_a_copy_whose_consume_queue_unit_a_power_failure_tore_
     assert_holds("no_loss", _filtered_out_by_a_torn_tags_code())
     # "*" takes every tagsCode; unit 280 (5600-5619) straddles no boundary; a process crash tears nothing; the
     # group read the later unit only before the failure: no excuse
-    for h in (_filtered_out_by_a_torn_tags_code(subscription="*"), _filtered_out_by_a_torn_tags_code(unit=280),
+    for h in (_filtered_out_by_a_torn_tags_code(subscription="*"),
+              _filtered_out_by_a_torn_tags_code(unit=280),
               _filtered_out_by_a_torn_tags_code(crash_kind="process"),
               _filtered_out_by_a_torn_tags_code(consumed_after=False)):
         assert_fails("no_loss", h, A, "neither consumed it successfully nor dead-lettered")

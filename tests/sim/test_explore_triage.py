@@ -1705,15 +1705,15 @@ def test_a_message_whose_copy_a_power_failure_tore_inside_its_id_comes_back_unde
 
 
 def test_copies_below_a_reloaded_delay_offset_whose_level_stuck_at_a_torn_unit(monkeypatch):
-    """Triaged from generated runs with the explorer's combinations (seed 1070001218), 4.9.8:
-    delayOffset.json held level 2 (5 s) at 96 when the store rollback at 43.643 s (to 33.643 s) cut the
-    level's queue back to 85; the restart at 45.643 s lowered 96 to 85 in memory (correctDelayOffset). The level
-    delivered 85 and 86, and four copies were stored at 87-90 (46.8-48.0 s, due 51.8-53.0 s, durable). The
-    power failure at 51.494 s came 5.9 s after that restart, before its first persist (10 s after the start),
-    so the restart at 53.494 s reloaded 96 from the file; the queue's units 91-96 had survived (the commit log
-    kept the records up to 85 076, torn past the durable 81 920), so nothing corrected it. Unit 96's record
-    (stored at 50.4 s) lost its properties: messageTimeup throws (no REAL_QID) and 4.9.8 retries the unit
-    every 100 ms to the end, so the level never delivers again and never read 87-90, RocketMQ's loss.
+    """Triaged from generated runs with the explorer's combinations (seed 1070001218), 4.9.8: delayOffset.json
+    held level 2 (5 s) at 96 when the store rollback at 43.643 s (to 33.643 s) cut the level's queue back to
+    85; the restart at 45.643 s lowered 96 to 85 in memory (correctDelayOffset). The level delivered 85 and
+    86, and four copies were stored at 87-90 (46.8-48.0 s, due 51.8-53.0 s, durable). The power failure at
+    51.494 s came 5.9 s after that restart, before its first persist (10 s after the start), so the restart at
+    53.494 s reloaded 96 from the file; the queue's units 91-96 had survived (the commit log kept the records
+    up to 85 076, torn past the durable 81 920), so nothing corrected it. Unit 96's record (stored at 50.4 s)
+    lost its properties: messageTimeup throws (no REAL_QID) and 4.9.8 retries the unit every 100 ms to the
+    end, so the level never delivers again and never read 87-90, RocketMQ's loss.
     ``skipped_by_a_reloaded_delay_offset`` (1070000650's cause) knew where the level resumed only from its
     first delivery; ``_level_read_first`` takes the unit's ERROR line too."""
     import model.invariants as invariants
