@@ -40,6 +40,7 @@ DAMAGE_SITES = frozenset({"power_failure", "store_rollback", "cq_truncation"})  
 REPUT_UNREADABLE = re.compile(r"reput: unreadable record at (\d+):")
 LOGIC_ORDER_WRONG = re.compile(r"\[BUG\]logic queue order maybe wrong, expect (\d+) current (\d+) "
                                r"topic (\S+) queue (\d+)")
+SECTOR_BYTES = 512  # a power failure tears a file on a sector boundary (store/disk.py's model)
 CQ_UNIT_BYTES = 20  # ConsumeQueue.CQ_STORE_UNIT_SIZE: the logic offsets of that line are unit * 20
 
 CONSUME_SUCCESS = "CONSUME_SUCCESS"
@@ -294,7 +295,7 @@ class _Index:
             if any(e["seq"] < d["seq"] < stop["seq"] and d["level"] == level
                    and d.get("schedule_queue_offset") == unit for d in events if d["kind"] == "deliver"):
                 continue
-            first = next((d for d in self.by_kind["deliver"] if d["seq"] > stop["seq"] and d["level"] == level), None)
+            first = self._level_read_first(level, stop["seq"])
             if first is None or first.get("schedule_queue_offset", -1) <= unit or any(
                     lv == level and stop["seq"] < seq < first["seq"]
                     for lv, _, _, seq in self.delay_offsets_lowered_from):
@@ -306,6 +307,21 @@ class _Index:
                                     for p in self.by_kind["persist"])):
                     return True
         return False
+
+    def _level_read_first(self, level: int, after_seq: int) -> dict | None:
+        """The first unit a level read after an event (a broker stop): its first delivery, or an earlier ERROR
+        line of a unit whose messageTimeup threw, as {"seq", "schedule_queue_offset"}; None if neither. The
+        line names the unit the level stood at (executeOnTimeup logs ``nextOffset``, 4.9.8; 5.x alike), and
+        4.9.8 retries that unit every 100 ms: a level stuck at a torn unit never delivers again (explore seed
+        1070001218 with combos: a reloaded delay offset put level 2 at a unit a power failure tore, so
+        ``skipped_by_a_reloaded_delay_offset`` saw no delivery to show where the level resumed)."""
+        first = next((d for d in self.by_kind["deliver"]
+                      if d["seq"] > after_seq and d["level"] == level), None)
+        error = next(((offset, seq) for lv, offset, seq, _t, _site in self.level_unit_errors
+                      if lv == level and seq > after_seq), None)
+        if error is not None and (first is None or error[1] < first["seq"]):
+            return {"seq": error[1], "schedule_queue_offset": error[0]}
+        return first
 
     def skipped_behind_a_failed_async_put(self, msg_id: str, after_seq: int = -1) -> bool:
         """5.x asynchronous delivery (explore seed 900000578): a level's put of a due unit failed, and while that head
@@ -405,7 +421,8 @@ class _Index:
                 or (group is not None and self.below_an_offset_pulled_before_a_cut(msg_id, group, after_seq))
                 or (group is not None and self.below_a_moved_pull_offset_after_a_cq_cut(msg_id, group,
                                                                                          after_seq))
-                or self.skipped_by_a_reput_begun_inside_a_record(msg_id, group, after_seq))
+                or self.skipped_by_a_reput_begun_inside_a_record(msg_id, group, after_seq)
+                or self.filtered_out_by_a_torn_tags_code(msg_id, group, after_seq))
 
     def broker_gone_after_power_failure(self, after_seq: int = -1) -> bool:
         """#9705 (before develop): config files are written without fsync, so a power failure within the kernel's
@@ -779,6 +796,43 @@ class _Index:
                     and int(m.group(2)) < int(m.group(1))):
                 return int(m.group(2)) // CQ_UNIT_BYTES
         return None
+
+    cq_units_per_file = 300_000  # the broker's consume-queue file size in units; check_events sets it
+
+    def filtered_out_by_a_torn_tags_code(self, msg_id: str, group: str | None, after_seq: int = -1) -> bool:
+        """A power failure tears a file on a 512-byte sector boundary (a sector is written whole or not at
+        all), and a consume-queue unit (commit-log offset 8, size 4, tagsCode 8 bytes) at a file position
+        where a boundary falls within its tagsCode keeps a valid offset and size with the tagsCode zeroed (or
+        cut): ConsumeQueue.recover keeps it (``offset >= 0 && size > 0`` only, both eras), and the broker's
+        tag filter (ExpressionMessageFilter.isMatchedByConsumeQueue: codeSet.contains(tagsCode)) skips it for
+        every group that subscribes by tags, while the queue's later units are dispatched again from the
+        commit log. Explore seed 1070001225 with combos (4.9.8, SYNC_FLUSH): TopicA 0 #281 (file position
+        5620, the boundary at 5632) stored at 49.1 s, durable; the power failure at 49.799 s lost the consume
+        queue's sector from 5632; the broadcasting group ("TagA || TagB") pulled #280 and then #282.
+        Recognised by a copy in the group's topic, durable at the next power failure, whose unit's tagsCode
+        straddles a sector boundary, a tag subscription, and a consume by the group of a later unit of that
+        queue after the restart."""
+        if group is None:
+            return False
+        for store in self._stores(msg_id, after_seq):
+            info = next((g for g in groups_from_history(self.events)
+                         if (g.group, g.topic) == (group, store["topic"])), None)
+            if info is None or info.tags is None:
+                continue  # "*" matches every tagsCode (SUB_ALL)
+            pos = store["queue_offset"] % self.cq_units_per_file * CQ_UNIT_BYTES
+            if (pos + CQ_UNIT_BYTES - 1) // SECTOR_BYTES * SECTOR_BYTES < pos + 12:
+                continue  # no boundary within the tagsCode: a tear there cuts the offset or size (queue ends)
+            crash = next((c for c in self.power_crashes if c["seq"] > store["seq"]), None)
+            if crash is None or _not_durable(store, self._durable_end(crash)):
+                continue  # not durable: lost_to_power_failure's case
+            back = next((r["seq"] for r in self.restarts if r["seq"] > crash["seq"]), None)
+            place = (store["topic"], store["queue_id"])
+            if back is not None and any(
+                    c["group"] == group and c["seq"] > back and c["queue_offset"] > store["queue_offset"]
+                    and (c.get("queue_topic", c["topic"]), c["queue_id"]) == place
+                    for c in self.by_kind["consume"]):
+                return True
+        return False
 
     def lost_to_power_failure(self, msg_id: str, after_seq: int = -1) -> bool:
         """Some copy of the message was not durable at a power failure (ASYNC_FLUSH): it ended past the flushed
@@ -2489,6 +2543,7 @@ def check_events(events: list[dict], ctx: RunContext, only: list[str] | None = N
     ix.level_retries_a_broken_unit = ctx.era.startswith("4.")
     ix.timer_roll_window_slots, ix.timer_precision_ms = ctx.timer_roll_window_slots, ctx.timer_precision_ms
     ix.reput_from_queues = ctx.era.startswith("4.")
+    ix.cq_units_per_file = ctx.cq_units_per_file
     out = {}
     for name, fn in CHECKS.items():
         if only is not None and name not in only:

@@ -169,6 +169,65 @@ def test_no_loss_holds_for_a_copy_below_a_corrected_delay_offset_a_crash_reloade
         assert_fails("no_loss", h, A, "neither consumed it successfully nor dead-lettered")
 
 
+def _reloaded_delay_offset_at_a_broken_unit(error_level: int = 3, error_after_stop: bool = True,
+                                            persisted: bool = False) -> H:
+    # Seed 1070001218 (4.9.8, combos): as 1070000650, but the reloaded offset put the level at a unit a
+    # power failure tore (M2's); 4.9.8 retries it every 100 ms and the level never delivers again: only its
+    # ERROR line shows where the level resumed.
+    h = H().crash(0, crash_kind="power").restart(2000)
+    h.add(2000, "log", level="ERROR", logger="ScheduleMessageService", fault_site="power_failure",
+          message="schedule CQ offset invalid, level 3: correct delay offset from 100 to 40")
+    h.send(3000, A, level=3).store(3000, A, topic="SCHEDULE_TOPIC_XXXX", queue_id=2, queue_offset=50)
+    h.send(3100, M2, level=3).store(3100, M2, topic="SCHEDULE_TOPIC_XXXX", queue_id=2, queue_offset=100)
+    if persisted:
+        h.add(4000, "persist", file="delayOffset.json")
+    error_t = 9000 if error_after_stop else 4500
+    h.add(error_t, "log", level="ERROR", logger="ScheduleMessageService", fault_site="power_failure",
+          message=f"ScheduleMessageService, messageTimeup execute error, level {error_level} offset=100: "
+                  f"KeyError('REAL_QID')")
+    h.crash(5000, crash_kind="power").restart(7000)
+    return h.in_time_order().drain(20_000)
+
+
+def test_no_loss_holds_for_a_copy_below_a_reloaded_delay_offset_whose_level_stuck_at_a_broken_unit():
+    era_4 = dataclasses.replace(ctx(), era="4.9.8")
+    assert_holds("no_loss", _reloaded_delay_offset_at_a_broken_unit(), era_4)
+    # the error line of another level, or from before the stop, does not say where level 3 resumed; a persist
+    # after the correction wrote the lowered offset: no excuse
+    for h in (_reloaded_delay_offset_at_a_broken_unit(error_level=2),
+              _reloaded_delay_offset_at_a_broken_unit(error_after_stop=False),
+              _reloaded_delay_offset_at_a_broken_unit(persisted=True)):
+        assert_fails("no_loss", h, A, "neither consumed it successfully nor dead-lettered", context=era_4)
+
+
+def _filtered_out_by_a_torn_tags_code(subscription: str = "TagA || TagB", unit: int = 281,
+                                      crash_kind: str = "power", consumed_after: bool = True) -> H:
+    # Seed 1070001225 (4.9.8, combos): A's consume-queue unit 281 sits at file position 5620, so the sector
+    # boundary at 5632 falls inside its tagsCode; the power failure kept the sector before it only: the unit
+    # recovered whole but for a zero tagsCode, which the broker's tag filter skips. The group read on past it.
+    h = H().add(0, "consumer_start", group="G", client_id="G-0@sim", topic="T", subscription=subscription,
+                model="CLUSTERING", max_reconsume_times=2)
+    h.send(1000, A).store(1000, A, queue_offset=unit).send(1100, M2).store(1100, M2, queue_offset=unit + 1)
+    if not consumed_after:
+        h.consume(1500, M2, queue_offset=unit + 1)
+    h.add(2000, "crash", target="broker", crash_kind=crash_kind, site="plan", commit_log_durable=10**9)
+    h.restart(4000)
+    if consumed_after:
+        h.consume(5000, M2, queue_offset=unit + 1)
+    return h.drain(20_000)
+
+
+def test_no_loss_holds_for_a_copy_whose_consume_queue_unit_a_power_failure_tore_in_its_tags_code():
+    assert_holds("no_loss", _filtered_out_by_a_torn_tags_code())
+    # "*" takes every tagsCode; unit 280 (5600-5619) straddles no boundary; a process crash tears nothing; the
+    # group read the later unit only before the failure: no excuse
+    for h in (_filtered_out_by_a_torn_tags_code(subscription="*"),
+              _filtered_out_by_a_torn_tags_code(unit=280),
+              _filtered_out_by_a_torn_tags_code(crash_kind="process"),
+              _filtered_out_by_a_torn_tags_code(consumed_after=False)):
+        assert_fails("no_loss", h, A, "neither consumed it successfully nor dead-lettered")
+
+
 def _skipped_behind_a_failed_async_put(fault_detail: str = "T", delivered_first: bool = False,
                                        next_unit: int = 34) -> H:
     # Seed 900000578 (5.3.3, asynchronous delivery): A's level-3 unit 33 was due, its put failed, and the level's

@@ -1702,3 +1702,91 @@ def test_a_message_whose_copy_a_power_failure_tore_inside_its_id_comes_back_unde
     (violation,) = failed["at_least_once_redelivery"]["violations"]
     assert violation["msg_id"] == msg
     assert "consume attempt 1 in GroupA failed at t=51601 ms" in violation["explanation"]
+
+
+def test_copies_below_a_reloaded_delay_offset_whose_level_stuck_at_a_torn_unit(monkeypatch):
+    """Triaged from generated runs with the explorer's combinations (seed 1070001218), 4.9.8: delayOffset.json
+    held level 2 (5 s) at 96 when the store rollback at 43.643 s (to 33.643 s) cut the level's queue back to
+    85; the restart at 45.643 s lowered 96 to 85 in memory (correctDelayOffset). The level delivered 85 and
+    86, and four copies were stored at 87-90 (46.8-48.0 s, due 51.8-53.0 s, durable). The power failure at
+    51.494 s came 5.9 s after that restart, before its first persist (10 s after the start), so the restart at
+    53.494 s reloaded 96 from the file; the queue's units 91-96 had survived (the commit log kept the records
+    up to 85 076, torn past the durable 81 920), so nothing corrected it. Unit 96's record (stored at 50.4 s)
+    lost its properties: messageTimeup throws (no REAL_QID) and 4.9.8 retries the unit every 100 ms to the
+    end, so the level never delivers again and never read 87-90, RocketMQ's loss.
+    ``skipped_by_a_reloaded_delay_offset`` (1070000650's cause) knew where the level resumed only from its
+    first delivery; ``_level_read_first`` takes the unit's ERROR line too."""
+    import model.invariants as invariants
+
+    result = _run_file("explore-1070001218-combos", 1070001218)
+    assert not _failed(result)
+    events = result.history.events
+    assert _broker_stops_and_starts(events) == [("crash", 43_643, "process"), ("restart", 45_643, None),
+                                                ("crash", 51_494, "power"), ("restart", 53_494, None)]
+    rollback, power = [e for e in events if e["kind"] == "crash" and e["target"] == "broker"]
+    assert rollback["site"] == "store_rollback" and power["commit_log_durable"] == 81_920
+    first, second = [e for e in events if e["kind"] == "restart" and e["target"] == "broker"]
+    assert second["commit_log_end"] == 85_076
+    lowered = {(e["t_ms"], e["message"]) for e in events
+               if e["kind"] == "log" and "correct delay offset" in e["message"]}
+    assert lowered == {(45_643, "schedule CQ offset invalid, level 2: correct delay offset from 96 to 85")}
+    assert not any(e["kind"] == "persist" and e["file"] == "delayOffset.json"
+                   and first["seq"] < e["seq"] < power["seq"] for e in events)
+    stored = {e["msg_id"]: e["queue_offset"] for e in events if e["kind"] == "store" and e["queue_id"] == 1
+              and e["topic"] == "SCHEDULE_TOPIC_XXXX" and first["seq"] < e["seq"] < power["seq"]}
+    assert sorted(stored.values()) == list(range(85, 99))  # 97-98 past the recovered end: lost
+    assert min(e["queue_offset"] for e in events if e["kind"] == "store" and e["queue_id"] == 1
+               and e["topic"] == "SCHEDULE_TOPIC_XXXX" and e["seq"] > second["seq"]) == 97  # 91-96 survived
+    delivered = {e["schedule_queue_offset"] for e in events if e["kind"] == "deliver" and e["level"] == 2
+                 and e["seq"] > first["seq"]}
+    assert delivered == {85, 86}
+    errors = {e["message"] for e in events if e["kind"] == "log" and e["seq"] > second["seq"]
+              and "messageTimeup execute error, level 2 " in e["message"]}
+    line = "ScheduleMessageService, messageTimeup execute error, level 2 offset=96: "
+    assert errors == {line + "KeyError('REAL_QID')",
+                      line + "ValueError('messageTimeup: the message could not be rebuilt (injected fault)')"}
+
+    def first_delivery(self, level, after_seq):  # the excuse as it was: the level's first delivery only
+        return next((d for d in self.by_kind["deliver"]
+                     if d["seq"] > after_seq and d["level"] == level), None)
+
+    monkeypatch.setattr(invariants._Index, "_level_read_first", first_delivery)
+    failed = _check(result)
+    assert set(failed) == {"no_loss"}
+    skipped = {m for m, offset in stored.items() if 87 <= offset <= 90}
+    assert {v["msg_id"] for v in failed["no_loss"]["violations"]} == skipped
+
+
+def test_a_copy_whose_consume_queue_unit_a_power_failure_tore_in_its_tags_code_is_filtered_out(monkeypatch):
+    """Triaged from generated runs with the explorer's combinations (seed 1070001225), 4.9.8, SYNC_FLUSH, one
+    queue, a broadcasting group subscribed to "TagA || TagB": TopicA 0 #281 of ...0123 (TagB) was stored at
+    49.100 s (phy 59853, 213 bytes), durable (SYNC_FLUSH). Its consume-queue unit sits at file position 5620,
+    so the sector boundary at 5632 falls inside its tagsCode; the power failure at 49.799 s kept the queue's
+    bytes up to that boundary only (128 bytes lost): ConsumeQueue.recover kept #281 (offset and size valid)
+    with tagsCode 0, and the reput dispatched #282-#287 again. The broker's tag filter skips a unit whose
+    tagsCode is in no subscribed tag's hash set, so both instances pulled #280 and then #282 (63.4-63.6 s):
+    RocketMQ's loss, a subscription "*" would have had it."""
+    import model.invariants as invariants
+
+    result = _run_file("explore-1070001225-combos", 1070001225)
+    assert not _failed(result)
+    events = result.history.events
+    msg = "5CAFAACC8363C13325E747B81FCC0123"
+    (copy,) = [e for e in events if e["kind"] == "store" and e["msg_id"] == msg]
+    assert (copy["topic"], copy["queue_id"], copy["queue_offset"], copy["t_ms"], copy["phy_offset"]) == (
+        "TopicA", 0, 281, 49_100, 59_853)
+    assert _broker_stops_and_starts(events)[-2:] == [("crash", 49_799, "power"), ("restart", 50_299, None)]
+    power = [e for e in events if e["kind"] == "crash" and e["target"] == "broker"][-1]
+    assert power["commit_log_durable"] == 61_344 >= copy["phy_offset"] + copy["size"]
+    assert {e["subscription"] for e in events if e["kind"] == "consumer_start"} == {"TagA || TagB"}
+    cq = result.world.brokers.broker.message_store.find_consume_queue("TopicA", 0)
+    assert [cq.get_unit(n)[2] for n in (280, 281, 282)] == [2_598_920, 0, 2_598_920]  # TagB's hash, zeroed
+    for client in ("GroupA-0@sim", "GroupA-1@sim"):
+        read = [e["queue_offset"] for e in events if e["kind"] == "consume" and e["client_id"] == client
+                and 279 <= e["queue_offset"] <= 283]
+        assert read == [279, 280, 282, 283]
+    monkeypatch.setattr(invariants._Index, "filtered_out_by_a_torn_tags_code",
+                        lambda self, m, group, after_seq=-1: False)
+    failed = _check(result)
+    assert set(failed) == {"no_loss"}
+    assert {v["msg_id"] for v in failed["no_loss"]["violations"]} == {msg}
