@@ -19,6 +19,7 @@ from functools import cached_property
 from .stats import (
     POLL_SLACK_MS,
     PULL_RETRY_MS,
+    RESUME_AFTER_BROKER_RESTART_MS,
     delivery_lateness,
     due_mono_of_preloaded,
     due_mono_of_store,
@@ -2205,23 +2206,31 @@ def _crash_lost_a_repeats_advance(earlier: list[dict], again: dict, delay_cuts: 
                for d in earlier[1:] for c in delay_cuts)
 
 
-DISTURBANCES = frozenset({"crash", "restart", "fault", "store_rollback", "cq_truncate", "cq_unindexed",
-                          "timer_torn_unit", "consumer_start"})  # what can move an offset back or a queue's owner
+DISTURBANCES = frozenset({"crash", "restart", "fault", "consumer_start"})  # what can move an offset or an owner
+DAMAGE = frozenset({"store_rollback", "cq_truncate", "cq_unindexed", "timer_torn_unit"})
+
+
+def _damages_the_store(e: dict) -> bool:
+    """A power failure, a rollback or a cut (or unindexed) queue: stale units may hand a record out twice."""
+    return e["kind"] in DAMAGE or e.get("crash_kind") == "power"
 REBALANCE_SETTLED_MS = 21_000  # every member rebalances within its 20 s round of a change (+ a pull's round trip)
 
 
-def _copies_consumed_twice_in_calm(ix: _Index, broadcast: set[str]) -> list[dict]:
-    """A stored copy consumed successfully twice by its group (its instance, when broadcasting) with nothing that
-    could move an offset back or hand its queue over since a rebalance settled before the first consume: no
-    crash or restart, no fault, no consumer starting, between the two or in the 20 s before the first (every
-    member rebalances within its 20 s round, and the old owner persists the queue's offset as it lets it go).
-    A first consume whose result the client threw away (its ProcessQueue dropped meanwhile) is not one. A
-    clustering group's members own disjoint queues and pull on from where they pulled; without this check a
-    broken allocation that gave every member every queue passed every invariant."""
-    last_seq, last_ms = -1, None
+def _copies_consumed_twice_in_calm(ix: _Index, broadcast: set[str], era: str) -> list[dict]:
+    """A stored copy consumed successfully twice by its group (its instance, when broadcasting) in a calm run: no
+    crash, restart, fault or consumer start between the two consumes or shortly before the first (a rebalance
+    settles within every member's 20 s round, after a broker's restart once the clients are back: 4.9.8 waits for
+    the 30 s heartbeat), and no store damage before the second (a power failure, a rollback or a cut consume
+    queue leaves stale units that hand a record out twice however much later they are read: explore seed
+    1100001002). A first consume whose result the client threw away (its ProcessQueue dropped meanwhile) is not
+    one. A clustering group's members own disjoint queues and pull on from where they pulled: without this
+    check a broken allocation that gave every member every queue passed every invariant."""
+    settle_ms = REBALANCE_SETTLED_MS + RESUME_AFTER_BROKER_RESTART_MS.get(era, 0)
+    last_seq, last_ms, damaged = -1, None, False
     consumed: dict[tuple, dict] = {}
     out = []
     for e in ix.events:
+        damaged = damaged or _damages_the_store(e)
         if e["kind"] in DISTURBANCES:
             last_seq, last_ms = e["seq"], e["t_ms"]
             continue
@@ -2231,15 +2240,15 @@ def _copies_consumed_twice_in_calm(ix: _Index, broadcast: set[str]) -> list[dict
         key = (group, e["msg_id"], e.get("queue_topic", e["topic"]), e["queue_id"], e["queue_offset"])
         before = consumed.get(key)
         consumed[key] = e
-        if (before is None or before["seq"] < last_seq
-                or (last_ms is not None and before["t_ms"] - last_ms <= REBALANCE_SETTLED_MS)
+        if (before is None or damaged or before["seq"] < last_seq
+                or (last_ms is not None and before["t_ms"] - last_ms <= settle_ms)
                 or _result_dropped_with_its_queue(ix, before)):
             continue
         out.append({"msg_id": e["msg_id"], "events": ix.quote(e["msg_id"]),
                     "explanation": f"{e['client_id']} consumed {key[2]} {key[3]} #{key[4]} again at t={e['t_ms']} ms "
                                    f"({before['client_id']} had at t={before['t_ms']} ms) with no crash, restart, "
-                                   f"fault or consumer start since {REBALANCE_SETTLED_MS // 1000} s before the "
-                                   f"first: nothing could hand the copy out twice"})
+                                   f"fault or consumer start since {settle_ms // 1000} s before the first and no "
+                                   f"store damage: nothing could hand the copy out twice"})
     return out
 
 
@@ -2338,7 +2347,7 @@ def check_duplicates(ix: _Index, ctx: RunContext) -> dict:
                                               f"(t={original['t_ms']} ms) was more than {ctx.duplicate_window_ms} ms "
                                               f"before the crash: outside every persist window"})
         earlier[key].append(e)
-    violations += _copies_consumed_twice_in_calm(ix, broadcast)
+    violations += _copies_consumed_twice_in_calm(ix, broadcast, ctx.era)
     verdict = _verdict(len(first), violations)
     verdict["duplicates"] = duplicate_consumes(ix.events)  # the one count (model.stats), as in summary.json
     return verdict

@@ -2221,6 +2221,8 @@ def _consumed_twice(start_t: int, first_t: int, between: str | None = None, drop
                       "MessageQueue(topic='T', broker_name='broker-a', queue_id=0)")
     if between == "crash":
         h.crash(first_t + 500, target="G-0")
+    elif between == "damage":  # a cut consume queue long before: stale units may hand a record out twice
+        h.add(1, "cq_truncate", topic="T", queue_id=0, from_offset=5, to_offset=3)
     return h.consume(first_t + 1000, A, client="G-1@sim").in_time_order().drain(first_t + 2000)
 
 
@@ -2232,3 +2234,4 @@ def test_duplicates_fail_for_a_copy_consumed_twice_with_nothing_between():
     assert_holds("duplicates", _consumed_twice(25_000, 30_000))
     assert_holds("duplicates", _consumed_twice(0, 30_000, between="crash"))
     assert_holds("duplicates", _consumed_twice(0, 30_000, dropped=True))
+    assert_holds("duplicates", _consumed_twice(0, 30_000, between="damage"))

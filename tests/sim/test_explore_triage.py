@@ -232,7 +232,8 @@ REPRO = Path(__file__).resolve().parent.parent / "data" / "repro"
 SEEDS = (4, 5, 10, 17, 19, 31, 41, 61, 70, 71, 77, 95, 131, 166, 233, 251, 282, 371, 399, 511, 3735928559, 3389118813,
          1655531201, 1655531205, 1655531208, 1200000050, 900000578, 910000265, 910000395, 910000238,
          910000562, 930000445, 940000253, 940000198, 950000360, 990000012, 990000087,
-         1000000067, 1000000206, 1000000327, 1040000277, 1060000588, 1060001290, 1060000086, 1100000549)
+         1000000067, 1000000206, 1000000327, 1040000277, 1060000588, 1060001290, 1060000086, 1100000549,
+         1100001002)
 # Seeds whose cause another seed of the table shares (5, 31 as 10; 71 as 17; 77 as 70; 251 as 233; 166's FIFO wait
 # behind a copy stored before a backwards step and 19's poll per CQ file crossed, both in 1655531201's run): they
 # hold in the slow tier, with their excuse tests.
@@ -1790,3 +1791,28 @@ def test_a_copy_whose_consume_queue_unit_a_power_failure_tore_in_its_tags_code_i
     failed = _check(result)
     assert set(failed) == {"no_loss"}
     assert {v["msg_id"] for v in failed["no_loss"]["violations"]} == {msg}
+
+
+def test_a_record_two_stale_units_hand_out_is_consumed_twice_long_after_the_power_failure(monkeypatch):
+    """Found by the calm-duplicates rule on its first sweep (1100000950-1100001049), 4.9.8: the power failure at
+    46.780 s cut %RETRY%GroupA 0, whose stale units then pointed at records stored since; pulls waited for the
+    30 s heartbeat, and at 85.5 s GroupA-0 read the queue again from 0: the batch from 332 brought the records
+    of units 351 and 352 (next begin 350), and the pull from 350 brought them again, 2 ms later: 37 s after the
+    restart, within 4.9.8's settling (the heartbeat's 30 s and a pull retry, then a 21 s rebalance round), and
+    after a power failure, whose stale units stay until they are read. Either rule alone excuses it."""
+    import model.invariants as invariants
+
+    result = _run(1100001002)
+    assert not _failed(result)
+    events = result.history.events
+    power = next(e for e in events if e["kind"] == "crash" and e.get("crash_kind") == "power")
+    assert power["t_ms"] == 46_780
+    twice = [e["t_ms"] for e in events if e["kind"] == "consume" and e["queue_topic"] == "%RETRY%GroupA"
+             and e["queue_offset"] == 351 and e["t_ms"] > 80_000]
+    assert twice == [85_534, 85_536]
+    monkeypatch.setattr(invariants, "_damages_the_store", lambda e: False)
+    assert "duplicates" not in _check(result)  # the heartbeat's wait still settles it
+    monkeypatch.setattr(invariants, "RESUME_AFTER_BROKER_RESTART_MS", {})
+    violations = _check(result)["duplicates"]["violations"]
+    assert any("GroupA-0@sim consumed %RETRY%GroupA 0 #351 again at t=85536 ms (GroupA-0@sim had at t=85534 ms)"
+               in v["explanation"] for v in violations)
