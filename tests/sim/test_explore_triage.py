@@ -1702,3 +1702,37 @@ def test_a_message_whose_copy_a_power_failure_tore_inside_its_id_comes_back_unde
     (violation,) = failed["at_least_once_redelivery"]["violations"]
     assert violation["msg_id"] == msg
     assert "consume attempt 1 in GroupA failed at t=51601 ms" in violation["explanation"]
+
+
+def test_an_offset_still_in_its_client_at_a_shutdown_is_lost_by_a_crash_before_the_next_first_persist(monkeypatch):
+    """Triaged from weighted generated runs (excuse_coverage --like 990000012, seed 1110000605), 4.9.8: GroupA-1,
+    started at 13.761 s, consumed %RETRY%GroupA 0 #0-#4 at 14.163 s; its held pull had been built before that
+    (it carried no offset), so the graceful shutdown at 14.924 s wrote the table with the queue at 0. After the
+    restart at 17.924 s every pull was refused (no heartbeat of GroupA yet; retry-topic pull failures log
+    nothing) and the offset (5) reached the broker only with GroupA-1's first persistAll at 23.761 s; the crash at
+    27.924 s, in the broker's first consumerOffset.json write 10 s after its start, lost it, and GroupA-0 consumed
+    #1 and #4 again at 31.402 s, 17.2 s after the first consume: outside the persist window."""
+    import model.invariants as invariants
+
+    result = _run_file("explore-1110000605-like-990000012", 1110000605)
+    assert not _failed(result)
+    events = result.history.events
+    assert _broker_stops_and_starts(events)[-4:] == [("crash", 14_924, "shutdown"), ("restart", 17_924, None),
+                                                     ("crash", 27_924, "process"), ("restart", 30_924, None)]
+    retry = "%RETRY%GroupA"
+    firsts = [(e["t_ms"], e["client_id"], e["queue_offset"]) for e in events if e["kind"] == "consume"
+              and e["queue_topic"] == retry and e["status"] == "CONSUME_SUCCESS" and e["queue_offset"] in (1, 4)]
+    assert firsts[:4] == [(14_163, "GroupA-1@sim", 1), (14_163, "GroupA-1@sim", 4),
+                          (31_402, "GroupA-0@sim", 1), (31_402, "GroupA-0@sim", 4)]
+    assert [e["t_ms"] for e in events if e["kind"] == "persist" and e.get("file") == "consumerOffset.json"
+            and 14_000 < e["t_ms"] < 31_000] == [14_924]  # the shutdown's write only: none after the restart
+    assert not any(e["kind"] == "log" and retry in e["message"] and e["logger"].startswith("RocketmqClient")
+                   for e in events)  # a retry topic's failed pulls log nothing
+    monkeypatch.setattr(invariants, "_offset_held_past_a_stop", lambda ix, original, again: False)
+    failed = _check(result)
+    assert set(failed) == {"duplicates"}
+    violations = failed["duplicates"]["violations"]
+    assert {v["msg_id"] for v in violations} == {"5CAFAACCD29060553B8C47B767080009",
+                                                 "5CAFAACCD29060553B8C47B765780007"}
+    assert all("consume repeated at t=31402 ms although the first one (t=14163 ms)" in v["explanation"]
+               for v in violations)
