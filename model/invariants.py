@@ -2117,6 +2117,59 @@ def _consumed_while_the_broker_was_down(ix: _Index, original: dict, again: dict)
     return False
 
 
+def _offset_held_past_a_stop(ix: _Index, original: dict, again: dict) -> bool:
+    """The first consume's offset had not left its client when the broker next stopped, and the broker crashed
+    at most 10 s after the start that followed, with no consumerOffset.json written after that stop: the table
+    on disk is the one the stop wrote, without the offset. A pull carries the in-memory offset only when it is
+    built, and the pull after the answer that brought the copy is built before the copy is consumed; it was held
+    (nothing new stored in the queue, no later consume of it, the stop within 15 s of the copy's store) until
+    the stop cut it; persistAll (10 s after the client's start, then every 5 s) had no round between the consume
+    and the stop, and no member started or crashed then (a rebalance persists a queue it lets go). Whatever
+    carried the offset after the stop reached a broker that wrote no table before the crash. Explore seed
+    1110000605 like 990000012, 4.9.8: GroupA-1 (started at 13.761 s) consumed %RETRY%GroupA 0 #0-#4 at 14.163 s;
+    the shutdown at 14.924 s wrote the table at 0; after the restart at 17.924 s its pulls were refused (the
+    group's heartbeat had not come) and retry-topic pulls log nothing; its first persistAll (23.761 s) sent 5;
+    the crash at 27.924 s, in the broker's first persist 10 s after the start, lost it, and #1 and #4 came
+    again at 31.402 s."""
+    client_id, group = original["client_id"], original["group"]
+    stop = next((c for c in ix.broker_crashes if c["seq"] > original["seq"]), None)
+    if stop is None or stop["seq"] > again["seq"] or any(
+            original["seq"] < r["seq"] < stop["seq"] for r in ix.restarts):
+        return False
+    if max((c["seq"] for c in ix.broker_crashes if c["seq"] < original["seq"]), default=-1) > max(
+            (r["seq"] for r in ix.restarts if r["seq"] < original["seq"]), default=-1):
+        return False  # the broker was down at the consume (_consumed_while_the_broker_was_down's case)
+    queue = (original.get("queue_topic", original["topic"]), original["queue_id"])
+    stored = [e["t_ms"] for e in ix.by_kind["store"] if e["seq"] < original["seq"]
+              and (e["topic"], e["queue_id"], e["queue_offset"]) == (*queue, original["queue_offset"])]
+    if not stored or stop["t_ms"] - stored[-1] >= PULL_SUSPEND_MS:
+        return False  # the held pull may have timed out and gone again with the offset
+    if any(original["seq"] < e["seq"] < stop["seq"] and (e["topic"], e["queue_id"]) == queue
+           for e in ix.by_kind["store"]):
+        return False  # a new copy in the queue answered the held pull: the next one carried the offset
+    if any(original["seq"] < e["seq"] < stop["seq"] and e["t_ms"] > original["t_ms"] and e["client_id"] == client_id
+           and (e.get("queue_topic", e["topic"]), e["queue_id"]) == queue for e in ix.by_kind["consume"]):
+        return False
+    if any(original["seq"] < e["seq"] < stop["seq"] and e["group"] == group for e in ix.by_kind["consumer_start"]) \
+            or any(original["seq"] < c["seq"] < stop["seq"] and c["target"] != "broker" for c in ix.by_kind["crash"]):
+        return False
+    started_ms = max((e["t_ms"] for e in ix.by_kind["consumer_start"] if e["client_id"] == client_id
+                      and e["seq"] < original["seq"]), default=None)
+    if started_ms is None:
+        return False
+    first_round_ms = started_ms + CLIENT_FIRST_OFFSET_PERSIST_MS
+    rounds = max(0, -(-(original["t_ms"] - first_round_ms) // CLIENT_OFFSET_PERSIST_MS))
+    if first_round_ms + rounds * CLIENT_OFFSET_PERSIST_MS <= stop["t_ms"]:
+        return False  # a persistAll round after the consume reached the broker before the stop
+    persists = [p for p in ix.by_kind["persist"] if p.get("file") == "consumerOffset.json" and p["t_ms"] > stop["t_ms"]]
+    for c in ix.broker_crashes:
+        if c.get("crash_kind") == "shutdown" or not (stop["seq"] < c["seq"] < again["seq"]):
+            continue
+        started = max((r["t_ms"] for r in ix.restarts if r["seq"] < c["seq"]), default=0)
+        return c["t_ms"] - started <= FIRST_OFFSET_PERSIST_MS and not any(p["seq"] < c["seq"] for p in persists)
+    return False
+
+
 PULL_SUSPEND_MS = 15_000  # DefaultMQPushConsumerImpl.BROKER_SUSPEND_MAX_TIME_MILLIS: a held pull's longest wait
 PULL_REFUSED_MS = 100  # a retried pull the broker refused (or could not take) fails within a round trip
 
@@ -2332,7 +2385,8 @@ def check_duplicates(ix: _Index, ctx: RunContext) -> dict:
             key[0] == "consume" and _consumed_a_replayed_timer_copy(ix.by_msg[e["msg_id"]], original, e)) or (
             key[0] == "consume" and _consume_offset_never_persisted(ix, original, e)) or (
             key[0] == "consume" and _consumed_while_the_broker_was_down(ix, original, e)) or (
-            key[0] == "consume" and _offset_died_with_its_consumer(ix, original, e))
+            key[0] == "consume" and _offset_died_with_its_consumer(ix, original, e)) or (
+            key[0] == "consume" and _offset_held_past_a_stop(ix, original, e))
         if key[0] == "deliver" and not window and not explained and any(
                 not _slot_unfinished(original, g, ctx) and not _behind_an_unfinished_async_head(ix, e, g, ctx)
                 for g in _shutdowns_judged(graceful, earlier[key], e)):

@@ -2235,3 +2235,34 @@ def test_duplicates_fail_for_a_copy_consumed_twice_with_nothing_between():
     assert_holds("duplicates", _consumed_twice(0, 30_000, between="crash"))
     assert_holds("duplicates", _consumed_twice(0, 30_000, dropped=True))
     assert_holds("duplicates", _consumed_twice(0, 30_000, between="damage"))
+
+
+
+
+def _offset_held_past_a_stop(started_t: int = 20_000, store_t: int = 24_000, new_copy_t: int | None = None,
+                             persist_t: int | None = None, crash_t: int = 37_924) -> H:
+    """Explore seed 1110000605 (4.9.8), shifted: G-0 (started at 20 s) consumed #0 at 24.163 s with its held pull
+    built before; the shutdown at 24.924 s wrote the table without the offset; its first persistAll (30 s) reached
+    the broker restarted at 27.924 s, which crashed 10 s after that start, before its first write."""
+    h = H().add(started_t, "consumer_start", group="G", client_id="G-0@sim", topic="T", subscription="*",
+                model="CLUSTERING", max_reconsume_times=2)
+    h.send(store_t, A).store(store_t, A).consume(24_163, A)
+    if new_copy_t is not None:
+        h.send(new_copy_t, M2).store(new_copy_t, M2, queue_offset=1)
+    h.crash(24_924, crash_kind="shutdown").add(24_924, "persist", file="consumerOffset.json").restart(27_924)
+    if persist_t is not None:
+        h.add(persist_t, "persist", file="consumerOffset.json")
+    return h.crash(crash_t).restart(crash_t + 3000).consume(crash_t + 3478, A).in_time_order()
+
+
+def test_duplicates_holds_for_an_offset_still_in_its_client_at_a_stop_and_lost_before_the_first_persist():
+    assert_holds("duplicates", _offset_held_past_a_stop(), NINE_S_WINDOW)
+
+
+def test_duplicates_fail_for_an_offset_that_could_leave_its_client_before_the_stop_or_was_written_after_it():
+    for h in (_offset_held_past_a_stop(started_t=14_500),  # a persistAll round (24.5 s) between consume and stop
+              _offset_held_past_a_stop(store_t=9_000),  # the held pull timed out (15 s) and went again
+              _offset_held_past_a_stop(new_copy_t=24_500),  # a new copy answered the held pull
+              _offset_held_past_a_stop(persist_t=30_500),  # a write after the offset came back
+              _offset_held_past_a_stop(crash_t=37_925)):  # > 10 s after the start: written by then
+        assert_fails("duplicates", h, A, "outside every persist window", context=NINE_S_WINDOW)

@@ -145,6 +145,18 @@ and watching the invariant fail again.
 | 1070001057 (combos) | at_least_once_redelivery | 5.3.3: a power failure tore TopicA #262 inside its UNIQ_KEY (the last | excuse |
 |  |  | property; only the body has a CRC, so recovery kept the record); the client failed it after the restart | |
 |  |  | and the send-back (lookMessageByOffset) copied the torn id, under which it came back and was dead-lettered | |
+| 1070001218 (combos) | no_loss | 4.9.8: a rollback left delayOffset.json at 96 over level 2's queue cut to 85; the | excuse |
+|  |  | restart lowered it in memory only; copies at 87-90; a power failure before the first persist made the | |
+|  |  | restart reload 96, whose unit it tore: 4.9.8 retries it for ever, so only its ERROR line shows where the | |
+|  |  | level resumed (1070000650's cause) | |
+| 1070001225 (combos) | no_loss | 4.9.8, SYNC_FLUSH: a power failure tore TopicA 0's consume queue at a sector boundary | excuse |
+|  |  | inside #281's tagsCode: recovered with tagsCode 0, which the broker's tag filter skips for | |
+|  |  | "TagA || TagB"; both broadcast instances read #280 then #282 | |
+| 1110000605 (like | duplicates | 4.9.8: a held pull built before the consume of #0-#4; the graceful shutdown wrote the | excuse |
+| 990000012) |  | queue at 0; the offset reached the restarted broker only with the first persistAll (pulls refused before | |
+|  |  | the heartbeat); the crash in the broker's first consumerOffset.json write lost it | |
+| 1100001002 | duplicates | found by the new calm-duplicates rule: 4.9.8, after a power failure stale units of | invariant bug |
+|  |  | %RETRY%GroupA handed two records out twice, 37 s after the restart (the heartbeat's wait) | |
 | 1100000549 | duplicates | a timer slot read again after two graceful restarts; a crash 1.9 s after the latest read | invariant bug |
 |  |  | (9.2 s after the first): judged from the first read only, and excused only by a consumer's crash | |
 | 1110000387 (like | duplicates | a consumer killed before its offset left it: the held pull (built before the consume) | excuse |
@@ -1816,3 +1828,37 @@ def test_a_record_two_stale_units_hand_out_is_consumed_twice_long_after_the_powe
     violations = _check(result)["duplicates"]["violations"]
     assert any("GroupA-0@sim consumed %RETRY%GroupA 0 #351 again at t=85536 ms (GroupA-0@sim had at t=85534 ms)"
                in v["explanation"] for v in violations)
+
+
+def test_an_offset_still_in_its_client_at_a_shutdown_is_lost_by_a_crash_before_the_next_first_persist(monkeypatch):
+    """Triaged from weighted generated runs (excuse_coverage --like 990000012, seed 1110000605), 4.9.8: GroupA-1,
+    started at 13.761 s, consumed %RETRY%GroupA 0 #0-#4 at 14.163 s; its held pull had been built before that
+    (it carried no offset), so the graceful shutdown at 14.924 s wrote the table with the queue at 0. After the
+    restart at 17.924 s every pull was refused (no heartbeat of GroupA yet; retry-topic pull failures log
+    nothing) and the offset (5) reached the broker only with GroupA-1's first persistAll at 23.761 s; the crash at
+    27.924 s, in the broker's first consumerOffset.json write 10 s after its start, lost it, and GroupA-0 consumed
+    #1 and #4 again at 31.402 s, 17.2 s after the first consume: outside the persist window."""
+    import model.invariants as invariants
+
+    result = _run_file("explore-1110000605-like-990000012", 1110000605)
+    assert not _failed(result)
+    events = result.history.events
+    assert _broker_stops_and_starts(events)[-4:] == [("crash", 14_924, "shutdown"), ("restart", 17_924, None),
+                                                     ("crash", 27_924, "process"), ("restart", 30_924, None)]
+    retry = "%RETRY%GroupA"
+    firsts = [(e["t_ms"], e["client_id"], e["queue_offset"]) for e in events if e["kind"] == "consume"
+              and e["queue_topic"] == retry and e["status"] == "CONSUME_SUCCESS" and e["queue_offset"] in (1, 4)]
+    assert firsts[:4] == [(14_163, "GroupA-1@sim", 1), (14_163, "GroupA-1@sim", 4),
+                          (31_402, "GroupA-0@sim", 1), (31_402, "GroupA-0@sim", 4)]
+    assert [e["t_ms"] for e in events if e["kind"] == "persist" and e.get("file") == "consumerOffset.json"
+            and 14_000 < e["t_ms"] < 31_000] == [14_924]  # the shutdown's write only: none after the restart
+    assert not any(e["kind"] == "log" and retry in e["message"] and e["logger"].startswith("RocketmqClient")
+                   for e in events)  # a retry topic's failed pulls log nothing
+    monkeypatch.setattr(invariants, "_offset_held_past_a_stop", lambda ix, original, again: False)
+    failed = _check(result)
+    assert set(failed) == {"duplicates"}
+    violations = failed["duplicates"]["violations"]
+    assert {v["msg_id"] for v in violations} == {"5CAFAACCD29060553B8C47B767080009",
+                                                 "5CAFAACCD29060553B8C47B765780007"}
+    assert all("consume repeated at t=31402 ms although the first one (t=14163 ms)" in v["explanation"]
+               for v in violations)
