@@ -1953,7 +1953,26 @@ def check_bounded_lateness(ix: _Index, ctx: RunContext) -> dict:
                 violations.append({"msg_id": msg_id, "events": ix.quote(msg_id),
                                    "explanation": f"waiting {what} in the store at the start ({_where(p)}), due at "
                                                   f"t={due_mono} ms, but never delivered"})
-    return _verdict(checked, violations)
+    off_table = _level_copies_off_the_table(ix, ctx)
+    return _verdict(checked + off_table[0], violations + off_table[1])
+
+
+def _level_copies_off_the_table(ix: _Index, ctx: RunContext) -> tuple[int, list[dict]]:
+    """Each delay-level copy is due its level's delay after its store, as the scenario's messageDelayLevel gives
+    it: lateness is measured from the due time the broker computed, so a broker that read its table wrong (a level
+    waiting another level's delay) would be on time by its own measure."""
+    checked, violations = 0, []
+    for e in ix.by_kind["store"]:
+        if e["topic"] != SCHEDULE_TOPIC or "due_ms" not in e or e["queue_id"] + 1 not in ctx.delay_level_ms:
+            continue
+        checked += 1
+        level, waits = e["queue_id"] + 1, e["due_ms"] - e["broker_ms"]
+        if waits != ctx.delay_level_ms[level]:
+            violations.append({"msg_id": e["msg_id"], "events": ix.quote(e["msg_id"]),
+                               "explanation": f"the copy stored at delay level {level} at t={e['t_ms']} ms is due "
+                                              f"{waits} ms after its store; messageDelayLevel gives level {level} "
+                                              f"{ctx.delay_level_ms[level]} ms"})
+    return checked, violations
 
 
 # --- duplicates ----------------------------------------------------------------------------------------------

@@ -97,6 +97,7 @@ NOT_MODELLED: dict[str, str] = {
     "not_due_offset_plus_one": "the model's levels have no not-yet-due polling branch (a message is due or waits)",
     "next_offset_at_last_put": "the model's levels deliver one message per step: a poll never puts two units",
     "allocate_average_ceil": "the model has one consumer: no queue allocation",
+    "delay_level_off_by_one": "the model's level l waits l ticks: there is no messageDelayLevel table to read",
     "retry_level_4_plus_r": "the model's properties judge how early a retry comes, not the level it waited at (the "
                             "history invariant retry_schedule does)",
     "overflow_badly_to_min": "pull offsets past the queue (OFFSET_OVERFLOW_BADLY) are not modelled",

@@ -52,6 +52,7 @@ PREFERRED: dict[str, tuple[str, ...]] = {
     "overflow_badly_to_min": ("store-rollback",),
     "next_offset_at_last_put": ("delayed-burst-then-crash",),
     "allocate_average_ceil": ("retries-with-flaky-consumers",),
+    "delay_level_off_by_one": ("one-message-per-level",),
 }
 TIMER_PREFIX = "timer_"  # mutants of the timer wheel: only scenarios that send timer messages can reach it
 DEFAULT_MAX_SEEDS = 3

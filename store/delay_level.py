@@ -25,7 +25,7 @@ def _java_long_mul(a: int, b: int) -> int:
     return (a * b - _LONG_MIN) % (1 << 64) + _LONG_MIN
 
 
-def parse_delay_level(text: str) -> dict[int, int]:
+def parse_delay_level(text: str, *, from_zero: bool = False) -> dict[int, int]:
     """``"1s 5s 10s ..."`` -> {1: 1000, 2: 5000, 3: 10000, ...}: level = position (1-based).
 
     As Java: tokens come from ``split(" ")`` (so a trailing space is harmless, two spaces in a row are an
@@ -37,7 +37,7 @@ def parse_delay_level(text: str) -> dict[int, int]:
         try:
             if unit not in _UNIT_MS:
                 raise ValueError(f"unit {unit!r}")
-            table[i + 1] = _java_long_mul(_UNIT_MS[unit], java_parse_long(token[:-1]))
+            table[i if from_zero else i + 1] = _java_long_mul(_UNIT_MS[unit], java_parse_long(token[:-1]))
         except ValueError:
             raise DelayLevelError(
                 f"delay level {i + 1} is {token!r} in {text!r}: expected a whole number followed by s, m, h or d"

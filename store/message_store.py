@@ -93,7 +93,9 @@ class DefaultMessageStore:
         self.mutants = frozenset(mutants)
         self.m_overflow_one_plus_one = "overflow_one_plus_one" in self.mutants
         self.m_next_begin_plus_one = "next_begin_plus_one" in self.mutants
-        self.delay_level_table_ms = parse_delay_level(self.config.message_delay_level)
+        # mutant "delay_level_off_by_one": parseDelayLevel's ``level = i`` (0-based)
+        self.delay_level_table_ms = parse_delay_level(self.config.message_delay_level,
+                                                      from_zero="delay_level_off_by_one" in self.mutants)
         self.checkpoint: StoreCheckpoint | None = None
         self.commit_log: CommitLog | None = None
         self.consume_queue_table: dict[str, dict[int, ConsumeQueue]] = {}

@@ -25,6 +25,8 @@ CATALOGUE: dict[str, str] = {
                                    "the level delivers its whole queue again",
     "resend_exception_escapes": "an exception while rebuilding an async resend escapes doResend and kills the "
                                 "level's HandlePutResultTask: the failed message is never resent",
+    "delay_level_off_by_one": "parseDelayLevel numbers the levels from 0 (level = i): every level waits the next "
+                              "level's delay, and the last level's messages go to the level before",
     "not_due_offset_plus_one": "5.x's not-yet-due branch records currOffset + 1: a crash after the persist "
                                "skips the message the level was waiting for",
     "next_offset_at_last_put": "a poll that put two units or more schedules the next at the last one it put "
@@ -78,8 +80,6 @@ FIDELITY_ONLY: dict[str, str] = {
 # Bugs considered for the catalogue and left out, with why (printed by ``rmqsim mutants --list``; never counted).
 LEFT_OUT: dict[str, str] = {
     "stale_delay_offsets_after_failover": "#2357 (<4.9.0): needs a slave / DLedger master switch; the store has none",
-    "delay_level_off_by_one": "the broker's own due time moves with the table, so no_early_delivery cannot see it; "
-                              "the retry ladder did not expose it at seed 1",
     "timer_round_floor": "rounding without the precision ceil: the recorded due time is derived from the rounded "
                          "TIMER_OUT_MS, so no invariant sees the early delivery",
     "client_offset_not_increase_only": "a plain offset set after each batch: not caught on consumer-crash or "

@@ -2266,3 +2266,17 @@ def test_duplicates_fail_for_an_offset_that_could_leave_its_client_before_the_st
               _offset_held_past_a_stop(persist_t=30_500),  # a write after the offset came back
               _offset_held_past_a_stop(crash_t=37_925)):  # > 10 s after the start: written by then
         assert_fails("duplicates", h, A, "outside every persist window", context=NINE_S_WINDOW)
+
+
+def test_bounded_lateness_fails_for_a_level_copy_due_another_levels_delay():
+    # the broker computed the copy's due time from a table read wrong (level 3 waiting level 4's 30 s): on time by
+    # its own measure, late by the scenario's messageDelayLevel
+    for waits, holds in ((10_000, True), (30_000, False), (5_000, False)):
+        h = H().send(0, A, level=3).store(0, A, topic="SCHEDULE_TOPIC_XXXX", queue_id=2)
+        h.events[-1]["due_ms"] = B0 + waits
+        h.drain(60_000)
+        if holds:
+            assert_holds("bounded_lateness", h)
+        else:
+            assert_fails("bounded_lateness", h, A, f"stored at delay level 3 at t=0 ms is due {waits} ms after its "
+                                                   "store; messageDelayLevel gives level 3 10000 ms")

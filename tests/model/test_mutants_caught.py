@@ -52,6 +52,7 @@ CASES = {
     "overflow_badly_to_min": ("store-rollback", (), 1, "duplicates"),
     "next_offset_at_last_put": ("delayed-burst-then-crash", (), 1, "duplicates"),
     "allocate_average_ceil": ("retries-with-flaky-consumers", (), 1, "duplicates"),
+    "delay_level_off_by_one": ("one-message-per-level", (), 1, "bounded_lateness"),
 }
 
 
