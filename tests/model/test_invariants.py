@@ -1358,7 +1358,7 @@ def _torn_unit_delivered(due_ms: int | None = 0, crash_kind: str = "power", sq_o
 
 def test_bounded_lateness_measures_a_torn_level_unit_from_the_copy_it_points_at():
     # zeroed tagsCode, or only its last four bytes (the sector boundary 4 bytes into it): 50 ms late, not 22 s
-    assert assert_holds("bounded_lateness", _torn_unit_delivered())["checked"] == 2
+    assert assert_holds("bounded_lateness", _torn_unit_delivered())["checked"] == 4  # 2 deliveries, 2 copies' due
     assert_holds("bounded_lateness", _torn_unit_delivered(due_ms=(B0 + 62_000) >> 32 << 32))
     # the queue offset names the copy (model.stats.delivery_lateness), whatever the unit said or the crash was
     assert_holds("bounded_lateness", _torn_unit_delivered(crash_kind="process"))
