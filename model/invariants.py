@@ -1081,6 +1081,25 @@ def _destroyed_by(ix: _Index, copy: dict) -> list[dict]:
     return faults + [c for c in ix.power_crashes if c["seq"] > copy["seq"] and _not_durable(copy, ix._durable_end(c))]
 
 
+def _store_of_its_send_back(ix: _Index, attempt: dict) -> tuple[dict, dict] | None:
+    """(the broker send-back that answered ok for this failed attempt in its step, the store it made: the event
+    right after it), or None."""
+    back = next((e for e in ix.by_msg.get(attempt["msg_id"], ()) if e["seq"] > attempt["seq"]
+                 and e["kind"] == "send_back" and e["group"] == attempt["group"]), None)
+    if (back is None or back["t_ms"] != attempt["t_ms"] or back["result"] != "ok" or back.get("path") != "broker"
+            or back["reconsume_times"] != attempt["reconsume_times"]):
+        return None
+    made = next((e for e in ix.by_kind["store"] if e["seq"] == back["seq"] + 1 and e["t_ms"] == back["t_ms"]), None)
+    return None if made is None else (back, made)
+
+
+def _copies_read_by(ix: _Index, attempt: dict) -> list[dict]:
+    """The stores of the attempt's message at the queue unit it consumed, before it, oldest first."""
+    return [e for e in ix.by_msg.get(attempt["msg_id"], ()) if e["kind"] == "store" and e["seq"] < attempt["seq"]
+            and e["topic"] == attempt["queue_topic"] and e["queue_id"] == attempt["queue_id"]
+            and e["queue_offset"] == attempt["queue_offset"]]
+
+
 def _sent_back_as_another_message(ix: _Index, attempt: dict) -> bool:
     """The broker's send-back of this failed attempt stored another message (explore seed 1110000046, like
     4137813379, 5.3.3): consumerSendMsgBack (4.9.8 and 5.3.3) looks the message up by the commit-log offset the
@@ -1090,20 +1109,12 @@ def _sent_back_as_another_message(ix: _Index, attempt: dict) -> bool:
     lies there now and answered SUCCESS: the client retries nothing, and the failed message never comes back.
     Recognised by the store the send-back made (the event right after it) of another message, whose copy was
     stored, after such a fault, at the commit-log offset of a destroyed copy of this message at the attempt's unit."""
-    events = ix.by_msg.get(attempt["msg_id"], ())
-    back = next((e for e in events if e["seq"] > attempt["seq"] and e["kind"] == "send_back"
-                 and e["group"] == attempt["group"]), None)
-    if (back is None or back["t_ms"] != attempt["t_ms"] or back["result"] != "ok" or back.get("path") != "broker"
-            or back["reconsume_times"] != attempt["reconsume_times"]):
+    sent = _store_of_its_send_back(ix, attempt)
+    if sent is None or sent[1]["msg_id"] == attempt["msg_id"]:
         return False
-    made = next((e for e in ix.by_kind["store"] if e["seq"] == back["seq"] + 1 and e["t_ms"] == back["t_ms"]), None)
-    if made is None or made["msg_id"] == attempt["msg_id"]:
-        return False
-    read = [e for e in events if e["kind"] == "store" and e["seq"] < attempt["seq"]
-            and e["topic"] == attempt["queue_topic"] and e["queue_id"] == attempt["queue_id"]
-            and e["queue_offset"] == attempt["queue_offset"]]
+    back, made = sent
     return any(other["phy_offset"] == copy["phy_offset"] and fault["seq"] < other["seq"] < back["seq"]
-               for copy in read for fault in _destroyed_by(ix, copy)
+               for copy in _copies_read_by(ix, attempt) for fault in _destroyed_by(ix, copy)
                for other in ix.by_msg.get(made["msg_id"], ()) if other["kind"] == "store")
 
 
@@ -1128,23 +1139,14 @@ def _came_back_under_a_torn_id(ix: _Index, attempt: dict) -> bool:
     that copy consumed or dead-lettered in the group later, and a power failure between the read copy's store
     and the attempt that found it not durable, whose restart's commit log ends at or past its end (kept)."""
     msg_id, group = attempt["msg_id"], attempt["group"]
-    events = ix.by_msg.get(msg_id, ())
-    back = next((e for e in events if e["seq"] > attempt["seq"] and e["kind"] == "send_back"
-                 and e["group"] == group), None)
-    if (back is None or back["t_ms"] != attempt["t_ms"] or back["result"] != "ok"
-            or back.get("path") != "broker" or back["reconsume_times"] != attempt["reconsume_times"]):
+    sent = _store_of_its_send_back(ix, attempt)
+    if sent is None or not _torn_uniq_key(sent[1]["msg_id"], msg_id):
         return False
-    made = next((e for e in ix.by_kind["store"] if e["seq"] == back["seq"] + 1 and e["t_ms"] == back["t_ms"]),
-                None)
-    if made is None or not _torn_uniq_key(made["msg_id"], msg_id):
-        return False
+    made = sent[1]
     if not any(e["seq"] > made["seq"] and e.get("group") == group and e["kind"] in ("consume", "dlq")
                for e in ix.by_msg.get(made["msg_id"], ())):
         return False
-    read = [e for e in events if e["kind"] == "store" and e["seq"] < attempt["seq"]
-            and e["topic"] == attempt["queue_topic"] and e["queue_id"] == attempt["queue_id"]
-            and e["queue_offset"] == attempt["queue_offset"]]
-    for copy in read:
+    for copy in _copies_read_by(ix, attempt):
         for crash in ix.power_crashes:
             if not (copy["seq"] < crash["seq"] < attempt["seq"]
                     and _not_durable(copy, ix._durable_end(crash))):
@@ -1736,14 +1738,12 @@ def _send_back_levels(ix: _Index, ctx: RunContext) -> tuple[int, list[dict]]:
         if made is None or made["kind"] != "store" or made["t_ms"] != b["t_ms"] or made["msg_id"] != b["msg_id"] \
                 or made["topic"] != SCHEDULE_TOPIC:
             continue
-        mine = [e for e in ix.by_msg[b["msg_id"]] if e["seq"] < b["seq"]]
-        attempt = next((e for e in reversed(mine) if e["kind"] == "consume" and e["group"] == b["group"]), None)
-        read = attempt and next((e for e in reversed(mine) if e["kind"] == "store" and e["seq"] < attempt["seq"]
-                                 and e["topic"] == attempt.get("queue_topic", attempt["topic"])
-                                 and e["queue_id"] == attempt["queue_id"]
-                                 and e["queue_offset"] == attempt["queue_offset"]), None)
-        if read is None:
+        attempt = next((e for e in reversed(ix.by_msg[b["msg_id"]]) if e["seq"] < b["seq"]
+                        and e["kind"] == "consume" and e["group"] == b["group"]), None)
+        copies = _copies_read_by(ix, attempt) if attempt is not None else []
+        if not copies:
             continue
+        read = copies[-1]
         checked += 1
         named = b.get("delay_level") or 0
         want = min(named if named > 0 else 3 + read["reconsume_times"], ctx.max_delay_level)
