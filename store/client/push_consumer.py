@@ -166,9 +166,8 @@ class DefaultMQPushConsumer:
             consume_timestamp_ms=self.consume_timestamp_ms,
             create_process_queue=self._create_process_queue,
             dispatch_pull_requests=self._dispatch_pull_requests,
+            allocate=partial(allocate_message_queue_averagely, average_ceil="allocate_average_ceil" in mutants),
             log=self.log,
-            **({"allocate": partial(allocate_message_queue_averagely, average_ceil=True)}
-               if "allocate_average_ceil" in mutants else {}),
         )
         self.consume_message_service = ConsumeMessageConcurrentlyService(self)
         self.default_mq_producer = DefaultMQProducer(
