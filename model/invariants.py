@@ -800,6 +800,11 @@ class _Index:
 
     cq_units_per_file = 300_000  # the broker's consume-queue file size in units; check_events sets it
 
+    @cached_property
+    def _groups_by_topic(self) -> dict[tuple[str, str], GroupInfo]:
+        """(group, topic) -> what the history says of the group (read once, not per copy asked about)."""
+        return {(g.group, g.topic): g for g in groups_from_history(self.events)}
+
     def filtered_out_by_a_torn_tags_code(self, msg_id: str, group: str | None, after_seq: int = -1) -> bool:
         """A power failure tears a file on a 512-byte sector boundary (a sector is written whole or not at
         all), and a consume-queue unit (commit-log offset 8, size 4, tagsCode 8 bytes) at a file position
@@ -816,8 +821,7 @@ class _Index:
         if group is None:
             return False
         for store in self._stores(msg_id, after_seq):
-            info = next((g for g in groups_from_history(self.events)
-                         if (g.group, g.topic) == (group, store["topic"])), None)
+            info = self._groups_by_topic.get((group, store["topic"]))
             if info is None or info.tags is None:
                 continue  # "*" matches every tagsCode (SUB_ALL)
             pos = store["queue_offset"] % self.cq_units_per_file * CQ_UNIT_BYTES
