@@ -2098,6 +2098,12 @@ def _consume_offset_never_persisted(ix: _Index, original: dict, again: dict) -> 
 
 
 CLIENT_FIRST_OFFSET_PERSIST_MS = 10_000  # MQClientInstance: persistAllConsumerOffset's first run, 10 s after a start
+
+
+def _persist_all_at_or_after(started_ms: int, t_ms: int) -> int:
+    """The client's first persistAll round at or after ``t_ms`` (10 s after its start, then every 5 s)."""
+    first_round_ms = started_ms + CLIENT_FIRST_OFFSET_PERSIST_MS
+    return first_round_ms + max(0, -(-(t_ms - first_round_ms) // CLIENT_OFFSET_PERSIST_MS)) * CLIENT_OFFSET_PERSIST_MS
 PULL_EXCEPTION = re.compile(r"execute the pull request exception, MessageQueue\(topic='([^']+)', broker_name='[^']*', "
                             r"queue_id=(\d+)\)")
 
@@ -2180,9 +2186,7 @@ def _offset_held_past_a_stop(ix: _Index, original: dict, again: dict) -> bool:
                       and e["seq"] < original["seq"]), default=None)
     if started_ms is None:
         return False
-    first_round_ms = started_ms + CLIENT_FIRST_OFFSET_PERSIST_MS
-    rounds = max(0, -(-(original["t_ms"] - first_round_ms) // CLIENT_OFFSET_PERSIST_MS))
-    if first_round_ms + rounds * CLIENT_OFFSET_PERSIST_MS <= stop["t_ms"]:
+    if _persist_all_at_or_after(started_ms, original["t_ms"]) <= stop["t_ms"]:
         return False  # a persistAll round after the consume reached the broker before the stop
     persists = [p for p in ix.by_kind["persist"] if p.get("file") == "consumerOffset.json" and p["t_ms"] > stop["t_ms"]]
     for c in ix.broker_crashes:
@@ -2220,9 +2224,7 @@ def _offset_died_with_its_consumer(ix: _Index, original: dict, again: dict) -> b
     crash = next((c for c in ix.by_kind["crash"] if c["target"] == client and original["seq"] < c["seq"]), None)
     if started_ms is None or crash is None or crash.get("crash_kind") != "process" or crash["seq"] > again["seq"]:
         return False
-    first_round_ms = started_ms + CLIENT_FIRST_OFFSET_PERSIST_MS
-    rounds = max(0, -(-(original["t_ms"] - first_round_ms) // CLIENT_OFFSET_PERSIST_MS))
-    if crash["t_ms"] >= first_round_ms + rounds * CLIENT_OFFSET_PERSIST_MS:
+    if crash["t_ms"] >= _persist_all_at_or_after(started_ms, original["t_ms"]):
         return False  # a persistAll round after the consume came before the kill
     queue = (original.get("queue_topic", original["topic"]), original["queue_id"])
     if any(e["client_id"] == client_id and (e.get("queue_topic", e["topic"]), e["queue_id"]) == queue
