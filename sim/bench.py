@@ -175,6 +175,7 @@ def measure(messages: int, sparse_scenario, bar=None) -> dict:
         "sparse_wall_s": round(sparse_wall, 3),
         "sparse_cpu_s": round(sparse_cpu, 3),
         "sparse_service_steps": sparse.summary["sim_steps"],
+        "sparse_deferred_rounds": sparse.summary["sim_deferred_rounds"],
         "sparse_raw_timeout_equivalents": round(sparse_wall * raw_rate),
         "sparse_raw_timeout_equivalents_cpu": round(sparse_cpu * raw_cpu_rate),
         "stats": stats,

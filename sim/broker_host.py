@@ -78,6 +78,13 @@ class BrokerHost:
                 world.long_poll_skips.attach_broker(broker)
             broker.offset_persist_service.idle = lambda: (offsets.persist_is_noop()
                                                           and site not in faults.armed_crash_sites)
+            # delayOffset.json's 10 s persist is read only by a restart's load: its rounds are run late, just before
+            # the next other step (sim/scheduler.py, deferred rounds). Not where a round could be seen at once: a
+            # crash armed at it, or a power failure that tears what a round rewrote.
+            spec = world.scenario.faults
+            persist = broker.schedule_message_service.persist_service
+            if persist is not None:
+                persist.deferrable = spec.power_failures == 0 and spec.crash_before_delay_offset_flush == 0
         self.broker = broker
         self._add_services(broker)
 
@@ -122,7 +129,10 @@ class BrokerHost:
         grouped["broker"] = [svc for svc in broker.all_services if id(svc) not in placed]
         self.owners = sorted(grouped)
         for owner, services in grouped.items():
-            self.world.scheduler.add_ranked(owner, [(svc, ranked[id(svc)]) for svc in services])
+            # Only the levels (and their put-result handlers) read or move what delayOffset.json's deferred rounds
+            # read: the offset table, the dataVersion and the levels' skipped polls.
+            self.world.scheduler.add_ranked(owner, [(svc, ranked[id(svc)]) for svc in services],
+                                            blind=not owner.startswith("broker.level."))
 
     def _remove_services(self) -> None:
         for owner in self.owners:

@@ -34,7 +34,7 @@ class Clients:
                                        client_id=f"producer-{i}@sim", rng=world.rngs.stream(owner),
                                        log=world.log_to(f"RocketmqClient@{owner}"))
             actor = ProducerActor(world, i, spec, client, world.rngs.stream(owner + "/levels"))
-            world.scheduler.add_owner(owner, [actor], RANK_PRODUCERS + 10 * i)
+            world.scheduler.add_owner(owner, [actor], RANK_PRODUCERS + 10 * i, blind=True)
 
     def start_consumers(self) -> None:
         rank = RANK_CONSUMERS
@@ -81,9 +81,10 @@ class Clients:
         timed = [(svc, r) for svc, r in ranked if isinstance(svc, (PeriodicService, RebalanceService))]
         if world.client_skips is not None:  # before the scheduler looks at the services
             world.client_skips.add(owner + TIMED_SUFFIX, consumer, dict(timed)[consumer.offset_persist_service])
-        world.scheduler.add_ranked(owner + TIMED_SUFFIX, timed)
+        # Clients see the broker only through requests, which touch no delay level (blind to deferred rounds).
+        world.scheduler.add_ranked(owner + TIMED_SUFFIX, timed, blind=True)
         world.scheduler.links[owner + TIMED_SUFFIX] = owner
-        world.scheduler.add_ranked(owner, [(svc, r) for svc, r in ranked if (svc, r) not in timed])
+        world.scheduler.add_ranked(owner, [(svc, r) for svc, r in ranked if (svc, r) not in timed], blind=True)
 
     def crash_consumer(self, pick: float) -> None:
         """kill -9 of one running consumer instance (``pick`` in [0, 1) chooses it); it restarts later."""

@@ -39,8 +39,11 @@ class HistoryRecorder:
         self._schedule = None  # the current broker's ScheduleMessageService (its delay table gives due_ms)
         self._marks: dict[str, int] = {}  # client owner -> where its request in flight reached the broker
         self._last_store: tuple[str, int] | None = None  # (msg_id, position) of the latest store event
+        # Called before every record or mark: deferred rounds that came before run first (sim/scheduler.py).
+        self.before_write: Callable[[], None] = lambda: None
 
     def record(self, kind: str, **fields) -> dict:
+        self.before_write()
         return self.history.record(self.now_mono(), kind, **fields)
 
     def on_preloaded(self, event: dict) -> None:
@@ -52,6 +55,7 @@ class HistoryRecorder:
         """``owner``'s request leaves for the broker: its cause event, recorded later, goes here. A request
         retried within the same operation (a producer's retries) keeps the first mark."""
         if owner not in self._marks:
+            self.before_write()
             self._marks[owner] = len(self.history.events)
 
     def record_cause(self, owner: str, kind: str, **fields) -> dict:
@@ -59,6 +63,7 @@ class HistoryRecorder:
         mark = self._marks.pop(owner, None)
         if mark is None:
             return self.record(kind, **fields)
+        self.before_write()
         return self.history.insert(mark, self.now_mono(), kind, **fields)
 
     def end_step(self) -> None:

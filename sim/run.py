@@ -100,6 +100,7 @@ def run_scenario(scenario: Scenario, seed: int | None = None, *, era: str | None
         "shuffle_ties": shuffle_ties,
         "disk": disk,
         "sim_steps": world.scheduler.steps,
+        "sim_deferred_rounds": world.scheduler.deferred_steps,
         "verdict": verdict_of(invariants, sim_error, checked=check is not False),
         "probes": world.probes.as_dict(),
     }

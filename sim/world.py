@@ -82,6 +82,7 @@ class World:
         self.scheduler = Scheduler(self.env, self.brokers.crashed,
                                    tie_rng=self.rngs.stream("ties") if shuffle_ties else None)
         self.scheduler.before_step = self._before_step
+        self.recorder.before_write = self.scheduler.settle_before_now
         self.faults = SimFaults(self.recorder, scenario.faults, self.rngs.stream("faults"))
         self.recorder.faults = self.faults
         self.clients = Clients(self)
@@ -119,7 +120,8 @@ class World:
         self.brokers.start()
         if self.preload is not None:  # the recovered store's messages join the checked population
             self.preload.record_population(self)
-        self.scheduler.add_owner("network", [self.network_service], RANK_NETWORK)
+        # Deliveries of requests and answers (and a restart, which a crash's record has settled before).
+        self.scheduler.add_owner("network", [self.network_service], RANK_NETWORK, blind=True)
         # The kernel's writeback only moves bytes from the page cache to the platter: only a power failure can
         # tell. Without one in the plan, a skipping run leaves it out.
         power = self.scenario.faults.power_failures > 0 or self.faithful_polling
@@ -140,9 +142,11 @@ class World:
             for t in range(step, self.end_mono_ms + step, step):
                 self.env.run(until=min(t, self.end_mono_ms))
                 progress(min(t, self.end_mono_ms), self.end_mono_ms)
+        self.scheduler.settle_deferred(self.end_mono_ms)  # the rounds a faithful run would have stepped
 
     def _phases(self):
         yield self.env.timeout(self.traffic_end_mono_ms)
+        self.scheduler.settle_deferred(self.traffic_end_mono_ms)  # this event comes before the services' wakes
         self.faults.active = False
         self.recorder.record("drain")
 

@@ -208,6 +208,13 @@ class ConfigManager(ABC):
         for listener in self.persist_listeners:
             listener(self.file_name)
 
+    def persist_overwritten(self) -> None:
+        """A persist round whose bytes two later rounds overwrite (main file and .bak) before anything can read
+        them, run late by a driver (store/service.py, deferred rounds): nothing it wrote survives, so only its
+        listeners hear of it. Only for runs in which the writes cannot fail and no crash can wait at the persist."""
+        for listener in self.persist_listeners:
+            listener(self.file_name)
+
     def _persist_failed(self, why: str, fault_site: str | None = None) -> None:
         message = f"persist file {self.config_file_path} exception: {why}"
         self.persist_errors.append(message)

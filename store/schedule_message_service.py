@@ -192,6 +192,11 @@ class ScheduleMessageService(ConfigManager):
         self.persist_service = PeriodicService("delay-offset-persist", lambda _m: self._persist_round(),
                                                cfg.flush_delay_offset_interval_ms,
                                                cfg.flush_delay_offset_first_delay_ms, mono_ms)
+        # Deferred by a driver (when it can prove nobody reads the file in between), only the last two rounds
+        # before a reader write; the earlier ones leave their persist event. Their skipped polls are accounted in
+        # closed form by the next round that settles, at the polls' own times.
+        self.persist_service.rounds_kept = 2
+        self.persist_service.overwritten_task = lambda _m: self.persist_overwritten()
 
     def _persist_round(self) -> None:
         self.settle_skipped_polls(ALL_LEVELS_POLLED)

@@ -62,6 +62,14 @@ class PeriodicService:
         self.idle: Callable[[], bool] | None = None
         self.idle_until: Callable[[], int | None] | None = None
         self.on_skipped: Callable[[int], None] | None = None
+        # A driver may also *defer* the rounds of a ``deferrable`` service: rounds whose effects no other service,
+        # and nobody outside, can see before the driver's next other step (or the run's end). It then runs them
+        # late, each at its own time, just before that observer (``step_deferred``). A round that ``rounds_kept``
+        # later rounds of the same settlement overwrite entirely (a persist: the main file and its .bak hold the
+        # last two) runs ``overwritten_task`` instead of ``task``: only what it says outside (its event) is left.
+        self.deferrable = False
+        self.rounds_kept = 1
+        self.overwritten_task: Callable[[int], None] | None = None
 
     @property
     def next_round_ms(self) -> int:
@@ -85,6 +93,18 @@ class PeriodicService:
             if self.idle_until is not None:
                 return first_round_from(self._next_ms, self.interval_ms, self.idle_until())
         return self._next_ms
+
+    def rounds_until(self, limit_ms: int, inclusive: bool) -> int:
+        """How many rounds of the grid fall before ``limit_ms`` (or at it, with ``inclusive``)."""
+        return rounds_before(self._next_ms, self.interval_ms, limit_ms + 1 if inclusive else limit_ms)
+
+    def step_deferred(self, mono_ms: int, rounds_after: int) -> None:
+        """A deferred round at ``mono_ms`` (its own time), with ``rounds_after`` more of this settlement to come."""
+        self._next_ms = mono_ms + self.interval_ms
+        if rounds_after >= self.rounds_kept and self.overwritten_task is not None:
+            self.overwritten_task(mono_ms)
+        else:
+            self.task(mono_ms)
 
     def step(self, mono_ms: int) -> None:
         self.catch_up(mono_ms, False)
