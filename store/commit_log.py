@@ -199,10 +199,14 @@ class CommitLog:
         """Whether ``flush(least_pages)`` would change the log or the checkpoint's physic timestamp (mirrors it)."""
         if self.mfq.flush_would_change(least_pages):
             return True
-        mf = self.mfq.find_mapped_file_by_offset(self.mfq.flushed_where)
-        if mf is None and self.mfq.flushed_where == 0:
-            mf = self.mfq.get_first_mapped_file()
-        timestamp = mf.store_timestamp if mf is not None else self.mfq.store_timestamp
+        # what the round leaves in the queue's store timestamp, which it then copies to the checkpoint
+        timestamp = self.mfq.store_timestamp
+        if self.mfq.moves_store_timestamp(least_pages):
+            mf = self.mfq.find_mapped_file_by_offset(self.mfq.flushed_where)
+            if mf is None and self.mfq.flushed_where == 0:
+                mf = self.mfq.get_first_mapped_file()
+            if mf is not None:
+                timestamp = mf.store_timestamp
         return timestamp > 0 and self.checkpoint.physic_msg_timestamp != timestamp
 
     # --- recovery ------------------------------------------------------------------------

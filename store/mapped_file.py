@@ -161,7 +161,7 @@ class MappedFileQueue:
             mf = self.get_first_mapped_file() if self.flushed_where == 0 else None
             if mf is None:
                 return True
-        if least_pages == 0 or self.physic_ts_every_flush:  # Java: if (0 == flushLeastPages) setStoreTimestamp
+        if self.moves_store_timestamp(least_pages):  # Java: if (0 == flushLeastPages) setStoreTimestamp
             self.store_timestamp = mf.store_timestamp
         where = mf.file_from_offset + mf.flush(least_pages)
         unchanged = where == self.flushed_where
@@ -182,8 +182,13 @@ class MappedFileQueue:
             mf = self.get_first_mapped_file() if self.flushed_where == 0 else None
             if mf is None:
                 return False
-        return (mf.is_able_to_flush(least_pages) or self.store_timestamp != mf.store_timestamp
-                or mf.file_from_offset + mf.flushed_position != self.flushed_where)
+        return (mf.is_able_to_flush(least_pages) or mf.file_from_offset + mf.flushed_position != self.flushed_where
+                or (self.moves_store_timestamp(least_pages) and self.store_timestamp != mf.store_timestamp))
+
+    def moves_store_timestamp(self, least_pages: int) -> bool:
+        """Whether ``flush(least_pages)`` takes the file's store timestamp: only a thorough one does (Java's
+        ``if (0 == flushLeastPages)``), unless the mutant moves it every round."""
+        return least_pages == 0 or self.physic_ts_every_flush
 
     # --- truncation ----------------------------------------------------------------------
     def truncate_dirty_files(self, offset: int) -> None:

@@ -68,3 +68,24 @@ def test_the_comparison_sees_a_driver_that_skips_real_work():
     faithful, _ = _run(False, 0)
     broken, _ = _run(True, 0, plant_bug=True)
     assert broken != faithful
+
+
+def test_a_light_round_is_idle_when_only_the_store_timestamp_is_behind():
+    """A light round (fewer dirty pages than it needs) flushes nothing and leaves the queue's store timestamp, so
+    the checkpoint's physicMsgTimestamp too: only the thorough round takes a newer file timestamp. (Before this
+    was known, retry-ladder-to-dlq stepped 319 such light rounds of the commit-log flush for nothing.) The mutant
+    that moves the timestamp on every round makes the light round a change again."""
+    for mutant in (False, True):
+        disk, clock = MemoryDisk(), ManualClock(1_700_000_000_000)
+        store = make_store(disk, clock, CONFIG)
+        commit_log = store.commit_log
+        commit_log.mfq.physic_ts_every_flush = mutant
+        store.put_message(new_msg(queue_id=0, key="first", body=b"x" * 100))
+        commit_log.flush(0)
+        clock.advance(500)
+        store.put_message(new_msg(queue_id=0, key="second", body=b"x" * 100))  # one page: too few for a light round
+        before = _state(store, disk)
+        assert commit_log.flush_would_change(0)
+        assert commit_log.flush_would_change(4) == mutant
+        commit_log.flush(4)
+        assert (_state(store, disk) != before) == mutant  # the prediction, checked against the round itself
