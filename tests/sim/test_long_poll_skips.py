@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from scenarios.catalogue import load_builtin
 from scenarios.scenario import load_scenario_text
 from sim.long_poll_skips import LongPollSkips
 from sim.run import run_scenario
@@ -39,12 +40,61 @@ topic = "T"
 """
 
 
+# Two groups of idle pulls on different 20 s cycles: four queues pulled again after messages at 45 s, the other four
+# and the retry queue on the cycle of the messages at 40 s. Each group's check repeats many cycles at once while the
+# other's checks keep coming in between; their commits share one version counter that steps during the drain.
+TWO_PHASES = """
+name = "two-phases"
+seed = 1
+duration = "3m"
+drain = "20m"
+[[topic]]
+name = "T"
+queues = 8
+[[producer]]
+topic = "T"
+messages = 8
+rate = "1000/s"
+start = "40001ms"
+[[producer]]
+topic = "T"
+messages = 4
+rate = "1000/s"
+start = "45001ms"
+[[consumer]]
+group = "G"
+topic = "T"
+"""
+
+
 def _mid_cycle():
     return load_scenario_text(MID_CYCLE, "mid-cycle")
 
 
 def _idle_offsets():
     return load_scenario_text(IDLE_OFFSETS, "idle-offsets")
+
+
+def _two_phases():
+    return load_scenario_text(TWO_PHASES, "two-phases")
+
+
+def test_a_check_repeats_many_idle_cycles_at_once_beside_another_cycle(monkeypatch):
+    skipping, faithful = _same_history(_two_phases(), monkeypatch=monkeypatch)
+    skips = skipping.world.long_poll_skips
+    assert skips.cycles_ahead > 50  # 20 minutes of 20 s cycles, two groups
+    assert skipping.world.brokers.broker.consumer_offset_manager.data_version.counter >= 2  # steps while idle
+    assert skipping.world.scheduler.steps * 10 < faithful.world.scheduler.steps
+
+
+def test_the_sparse_builtin_checks_a_few_times_for_hundreds_of_cycles():
+    """retry-ladder-to-dlq: five hours of one consumer's idle pulls, 900 cycles, with a message waiting at a level
+    most of the time; a check sees as far as the next step that could tell (the level's delivery, a version
+    step of consumerOffset.json, the run's end)."""
+    run = run_scenario(load_builtin("retry-ladder-to-dlq"), check=False)
+    skips = run.world.long_poll_skips
+    assert skips.cycles_ahead > 700
+    assert run.world.scheduler.steps < 1000
 
 
 def test_messages_sent_while_a_repeat_is_on_its_way_are_consumed_as_without_repeats(monkeypatch):
@@ -83,6 +133,13 @@ def test_most_idle_pulls_are_repeated_in_place(monkeypatch):
 def _plant(monkeypatch, what: str) -> None:
     if what == "blind_to_arrivals":  # a repeat although something (a send) steps before it arrives
         monkeypatch.setattr(Scheduler, "next_armed_ms", lambda self: None)
+    elif what == "no_span_budget":  # many cycles at once, their commits not weighed against the next version step
+        cycles = LongPollSkips._cycles
+        monkeypatch.setattr(LongPollSkips, "_cycles",
+                            lambda self, processor, mono_ms, due, clients, commits: cycles(
+                                self, processor, mono_ms, due, clients, 0))
+    elif what == "blind_to_other_cycles":  # the other group's commits left out of the span's budget
+        monkeypatch.setattr(LongPollSkips, "_other_cycles", staticmethod(lambda processor, mono_ms, due: []))
     else:  # no_commit_debt: the repeats' commits are not counted into the version counter
         repeat = LongPollSkips._repeat
 
@@ -97,7 +154,9 @@ def _plant(monkeypatch, what: str) -> None:
         monkeypatch.setattr(LongPollSkips, "_repeat", repeat_without_debt)
 
 
-@pytest.mark.parametrize(("what", "scenario"), [("blind_to_arrivals", _mid_cycle), ("no_commit_debt", _idle_offsets)])
+@pytest.mark.parametrize(("what", "scenario"), [("blind_to_arrivals", _mid_cycle), ("no_commit_debt", _idle_offsets),
+                                               ("no_span_budget", _two_phases),
+                                               ("blind_to_other_cycles", _two_phases)])
 def test_a_repeat_without_its_condition_changes_the_history_or_the_offset_file(what, scenario):
     plant, seen = pytest.MonkeyPatch(), pytest.MonkeyPatch()
     _plant(plant, what)
