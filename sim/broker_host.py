@@ -68,6 +68,8 @@ class BrokerHost:
         if not world.faithful_polling:
             for service in broker.message_store.services[1:]:  # the flush rounds
                 service.idle_skip = True
+            # fewer armed rounds would change the tie draws, and with them the shuffled histories of existing seeds
+            broker.message_store.commit_log.light_rounds_see_timestamp = world.shuffle_ties
             # consumerOffset.json's 5 s persist, while it would rewrite the same bytes and no crash waits at it.
             offsets, site = broker.consumer_offset_manager, "persist." + broker.consumer_offset_manager.file_name
             faults = world.faults
