@@ -51,10 +51,16 @@ class _Entry:
         self.held = 0  # the process queues it held then
 
 
+_ALLOCATIONS_KEPT = 256
+
+
 class ClientSkips:
     def __init__(self, world) -> None:
         self.world = world
         self.entries: dict[str, _Entry] = {}
+        # Allocations asked by the rebalance bound, by their inputs: the strategy is a pure function of them, and
+        # the bound is asked again after most steps while the group and its routes stay as they are.
+        self._allocations: dict[tuple, frozenset | None] = {}
 
     # --- wiring ------------------------------------------------------------------------------------------
     def add(self, owner: str, consumer, rank: int) -> None:
@@ -154,11 +160,8 @@ class ClientSkips:
             known = impl.topic_subscribe_info_table.get(topic)
             if config is None or known is None or len(known) != config.read_queue_nums:
                 return None
-            try:
-                allocated = set(impl.allocate(consumer.consumer_group, consumer.client_id, known, ids))
-            except ValueError:
-                return None
-            if allocated != {mq for mq in held if mq.topic == topic}:
+            allocated = self._allocated(impl.allocate, consumer.consumer_group, consumer.client_id, known, ids)
+            if allocated is None or allocated != {mq for mq in held if mq.topic == topic}:
                 return None
         if any(mq.topic not in impl.subscription_inner for mq in held):
             return None
@@ -168,6 +171,21 @@ class ClientSkips:
         stalled_wall_ms = min(pq.last_pull_timestamp_ms for pq in held.values()) + PULL_MAX_IDLE_TIME_MS + 1
         clock = self.world.clock
         return self.world.now_mono() + max(0, stalled_wall_ms - clock.now_ms())
+
+    def _allocated(self, allocate, group: str, client_id: str, known, ids) -> frozenset | None:
+        """``allocate(group, client_id, known, ids)`` as a set (None when it raises), remembered by its inputs (the
+        strategy sorts both lists: their order does not matter)."""
+        key = (allocate, group, client_id, frozenset(known), tuple(sorted(ids)))
+        if key in self._allocations:
+            return self._allocations[key]
+        try:
+            allocated = frozenset(allocate(group, client_id, known, ids))
+        except ValueError:
+            allocated = None
+        if len(self._allocations) >= _ALLOCATIONS_KEPT:
+            self._allocations.clear()
+        self._allocations[key] = allocated
+        return allocated
 
     # --- the bound ----------------------------------------------------------------------------------------------
     def _commits_per_round(self, entry: _Entry) -> int | None:

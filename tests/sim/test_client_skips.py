@@ -200,3 +200,27 @@ def test_skipped_commits_past_a_version_step_are_a_simulator_error(monkeypatch):
                         lambda self, entry: None if idle_until(self, entry) is None else IDLE_FOREVER)
     error = run_scenario(_scenario()).summary["simulator_error"]
     assert error["type"] == "AssertionError" and "the driver's bound is wrong" in error["message"]
+
+
+def test_the_rebalance_bound_remembers_allocations_by_their_inputs():
+    """The strategy sorts both lists, so their order is not part of the key; a change of either set is."""
+    from store.client.allocate_message_queue import allocate_message_queue_averagely
+    from store.client.api import MessageQueue
+
+    asked = []
+
+    def allocate(group, client_id, known, ids):
+        asked.append(client_id)
+        return allocate_message_queue_averagely(group, client_id, known, ids)
+
+    skips = ClientSkips(world=None)
+    mqs = [MessageQueue("T", "broker-a", i) for i in range(4)]
+    share = skips._allocated(allocate, "G", "c1", mqs, ["c1", "c2"])
+    assert share == frozenset(mqs[:2])
+    assert skips._allocated(allocate, "G", "c1", mqs[::-1], ["c2", "c1"]) == share and len(asked) == 1
+    assert skips._allocated(allocate, "G", "c1", mqs, ["c1"]) == frozenset(mqs)  # a consumer left
+    assert skips._allocated(allocate, "G", "c1", mqs[:3], ["c1", "c2"]) == frozenset(mqs[:2])  # a queue went
+    assert skips._allocated(allocate, "G", "c2", mqs[:3], ["c1", "c2"]) == frozenset(mqs[2:3])
+    assert skips._allocated(allocate, "G", "c3", mqs, ["c1", "c2"]) == frozenset()  # not among them: owns none
+    assert skips._allocated(allocate, "G", "", mqs, ["c1"]) is None  # refused (the strategy raised)
+    assert len(asked) == 6
