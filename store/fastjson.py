@@ -17,6 +17,7 @@ fastjson leaves out null properties; ``None`` in a list is ``null``.
 from __future__ import annotations
 
 import math
+import re
 
 __all__ = ["FastjsonError", "dumps", "loads"]
 
@@ -39,8 +40,11 @@ class FastjsonError(ValueError):
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
+_NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f]')  # exactly the characters the loop below escapes
+
+
 def _quote(text: str) -> str:
-    if not any(ch in _ESCAPES or ch < " " for ch in text):
+    if _NEEDS_ESCAPE.search(text) is None:
         return '"' + text + '"'
     parts = []
     for ch in text:

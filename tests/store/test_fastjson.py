@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from store import fastjson
 from store.fastjson import FastjsonError, dumps, loads
 
 CONSUMER_OFFSET_4X = (
@@ -292,3 +295,10 @@ def test_pretty_and_compact_differ_only_in_layout(data):
     """Strings escape newline and tab, so raw ones in pretty output are layout only."""
     pretty, compact = dumps(data), dumps(data, pretty=False)
     assert pretty.replace("\n", "").replace("\t", "") == compact
+
+
+@given(st.text())
+def test_strings_are_quoted_as_json_quotes_them(text):
+    """The quick path (a regex finds nothing to escape) and the escaping loop together quote as json.dumps does
+    without ASCII escapes: the regex must name exactly the characters the loop escapes."""
+    assert fastjson._quote(text) == json.dumps(text, ensure_ascii=False)
