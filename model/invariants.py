@@ -2288,6 +2288,9 @@ DISTURBANCES = frozenset({"crash", "restart", "fault", "consumer_start"})  # wha
 DAMAGE = frozenset({"store_rollback", "cq_truncate", "cq_unindexed", "timer_torn_unit"})
 
 
+_CALM_KINDS = DISTURBANCES | DAMAGE | {"consume"}  # what _copies_consumed_twice_in_calm reads
+
+
 def _damages_the_store(e: dict) -> bool:
     """A power failure, a rollback or a cut (or unindexed) queue: stale units may hand a record out twice."""
     return e["kind"] in DAMAGE or e.get("crash_kind") == "power"
@@ -2308,6 +2311,8 @@ def _copies_consumed_twice_in_calm(ix: _Index, broadcast: set[str], era: str) ->
     consumed: dict[tuple, dict] = {}
     out = []
     for e in ix.events:
+        if e["kind"] not in _CALM_KINDS:
+            continue
         damaged = damaged or _damages_the_store(e)
         if e["kind"] in DISTURBANCES:
             last_seq, last_ms = e["seq"], e["t_ms"]

@@ -72,6 +72,9 @@ class Lateness:
         return "timer" if self.level == "timer" else f"L{self.level}"
 
 
+_LATENESS_KINDS = frozenset({"store", "preloaded", "deliver"})
+
+
 def delivery_lateness(events: list[dict]) -> list[Lateness]:
     """One record per delivery of a scheduled copy whose store event the history holds, in history order.
 
@@ -87,6 +90,8 @@ def delivery_lateness(events: list[dict]) -> list[Lateness]:
     copy_at: dict[tuple[str, int, int], dict] = {}  # (msg_id, level queue, queue offset) -> the latest copy there
     out = []
     for e in events:
+        if e["kind"] not in _LATENESS_KINDS:  # most of a sparse history is persist events
+            continue
         if is_schedule_store(e) or is_pending_preloaded(e):  # the broker_ms of a preloaded copy is the run's start
             last_store[e["msg_id"]] = e
             if e["kind"] == "store" and "due_ms" in e:
