@@ -299,7 +299,10 @@ class _Router:
 
 
 BLOB = 4096  # states per packed blob handed on (statestore.CHUNK: the bigger, the fewer bytes a state)
-LOOSE = 1 << 15  # successors a worker keeps unpacked per level before it packs them (packing costs 4-8 us a state)
+# Successors a worker keeps unpacked per level before it packs them: packing costs 4-8 us a state (some 10 % of a
+# worker's time when every state is packed), a loose state about 180 bytes. 1 << 17 holds the largest m2/c1 level
+# (164 322 states, half a worker) loose: about 25 MiB more at a worker's peak, bounded by this count on any search.
+LOOSE = 1 << 17
 
 
 def _loop(conn, job: _Job) -> None:
@@ -564,11 +567,11 @@ def explore(cfg: ModelConfig, *, workers: int, symmetry: bool, fairness: bool, m
                                     slot = 0
                             if j < 0:
                                 j = len(parent)
-                                if j < grow_at:
-                                    seen.insert(slot, fp, j)
-                                else:  # the table grows: let it free the old slots before it fills the new ones
+                                fps_.append(fp)  # FingerprintSet.insert, inlined (ids are dense, the slot was empty)
+                                slots[slot] = j + 1
+                                if j >= grow_at:  # the table grows: let it free the old slots before it fills the new ones
                                     slots = None
-                                    seen.insert(slot, fp, j)
+                                    seen._grow()
                                     slots, capacity, grow_at = seen.slots, seen.capacity, seen.limit
                                 parent.append(i)
                                 parent_action.append(aid)
