@@ -557,16 +557,6 @@ def explore(cfg: ModelConfig, *, workers: int, symmetry: bool, fairness: bool, m
                             if aid < 0:
                                 aid = amap[la] = g.action_id(wact[la])
                             fp = fps[u]
-                            # Its worker met it earlier in this level (``_UNJUDGED``): this walk has passed that
-                            # successor, so the state is known. Its id is not needed: the edge's key below names
-                            # the target by its fingerprint, which stands for one id. No probe then.
-                            if unsafe[u] == _UNJUDGED:
-                                key = fp << 16 | action_fair_id[aid]
-                                if key in keys:
-                                    continue
-                                keys.add(key)
-                                edge_count += 1
-                                continue
                             slot = fp % capacity  # FingerprintSet.get_or_add's probe, inlined (as the serial loop)
                             while True:
                                 v = slots[slot]
@@ -594,12 +584,14 @@ def explore(cfg: ModelConfig, *, workers: int, symmetry: bool, fairness: bool, m
                                 terminal.append(0)
                                 mask[u] = 1
                                 if unsafe[u]:
+                                    if unsafe[u] == _UNJUDGED:
+                                        raise AssertionError(f"state {j} was not judged by its worker")
                                     b = bad_of[u]
                                     fail(b[0], "safety", b[1], j)
                                     edge_count += 1
                                     stop = True
                                     break
-                            key = fp << 16 | action_fair_id[aid]  # (target, fairness class): fewer than 65535 actions
+                            key = j << 16 | action_fair_id[aid]
                             if key in keys:
                                 continue
                             keys.add(key)
