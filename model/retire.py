@@ -208,7 +208,6 @@ def reducer(cfg: ModelConfig, retire_offsets: bool, compact: bool) -> Callable[[
     if not (retire_offsets or compact):
         return None
     bound = MEMO_BOUND
-    no_crash_kinds = not cfg.crash_kinds
     levels_memo: dict = {}
     topics_memo: dict = {}
     # In front of the levels' memo, its last answer by identity: the successors of one state come one after the
@@ -219,7 +218,7 @@ def reducer(cfg: ModelConfig, retire_offsets: bool, compact: bool) -> Callable[[
 
     def representative(s: State) -> State:
         up, crashes, faults, persists, msgs, levels, topics, pq, dlq = s
-        calm = up and (crashes <= 0 or no_crash_kinds)  # no_crash_can_come, inlined
+        calm = no_crash_can_come(s, cfg)
         if not (calm or compact):
             return s
         if levels is last_levels[0] and calm is last_levels[1]:
