@@ -436,7 +436,7 @@ def _explore(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_states: in
     # cannot be reused), the fingerprint table's first probe is inlined, and the safety check of a successor
     # reuses what its parent's check found about the parts they share (properties.safe_successor).
     aid_of: dict[int, tuple[Action, int]] = {}
-    fps, slots, capacity = seen.fps, seen.slots, seen.capacity
+    fps, slots, capacity, grow_at = seen.fps, seen.slots, seen.capacity, seen.limit
     incremental_safety = invariants is check_safety
     safe_successor = successor_safety(cfg)
     depth_append, push = depth.append, frontier.push
@@ -473,6 +473,8 @@ def _explore(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_states: in
     bad = invariants(s0, cfg)
     stop = bad is not None and fail(bad[0], "safety", bad[1], 0)
     i = 0
+    level_end = 0  # the first id past the depth of the states being expanded (next_depth - 1)
+    next_depth = 1
     check_every = 2048
     next_check = check_every
     generated = 0
@@ -499,7 +501,11 @@ def _explore(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_states: in
             if bad is not None and fail(bad[0], "deadlock" if bad[0] == "deadlock" else "terminal", bad[1], i):
                 break
         keys: set = set()
-        next_depth = depth[i] + 1
+        if i >= level_end:  # the first state of a deeper level (Depths' bisection only then)
+            next_depth = depth[i] + 1
+            starts = depth.starts
+            # Ids below len(parent) with no later start are all at this depth; look again when i gets there.
+            level_end = starts[next_depth] if next_depth < len(starts) else len(parent)
         # Before the first violation every state reached was checked safe, the parent too (safe_successor's premise).
         safe_parent = incremental_safety and result.violation is None
         state_msgs, state_pending = state[4], pending[i]
@@ -526,8 +532,12 @@ def _explore(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_states: in
                     slot = 0
             if j < 0:
                 j = len(parent)
-                if seen.insert(slot, fp, j):  # the table grew
-                    slots, capacity = seen.slots, seen.capacity
+                fps.append(fp)  # FingerprintSet.insert, inlined (ids are dense, the slot was empty)
+                slots[slot] = j + 1
+                if j >= grow_at:  # the table grows: let it free the old slots before it fills the new ones
+                    slots = None
+                    seen._grow()
+                    slots, capacity, grow_at = seen.slots, seen.capacity, seen.limit
                 parent.append(i)
                 parent_action.append(aid)
                 depth_append(next_depth)

@@ -299,7 +299,10 @@ class _Router:
 
 
 BLOB = 4096  # states per packed blob handed on (statestore.CHUNK: the bigger, the fewer bytes a state)
-LOOSE = 1 << 15  # successors a worker keeps unpacked per level before it packs them (packing costs 4-8 us a state)
+# Successors a worker keeps unpacked per level before it packs them: packing costs 4-8 us a state (some 10 % of a
+# worker's time when every state is packed), a loose state about 180 bytes. 1 << 17 holds the largest m2/c1 level
+# (164 322 states, half a worker) loose: about 25 MiB more at a worker's peak, bounded by this count on any search.
+LOOSE = 1 << 17
 
 
 def _loop(conn, job: _Job) -> None:
@@ -313,6 +316,7 @@ def _loop(conn, job: _Job) -> None:
     kept: list = []  # this worker's part of the next level (new states in id order), as _states' items
     me = -1  # this worker in its routes (no worker's index)
     expanded = 0  # states this worker expanded, over the whole search (reported at the stop)
+    met_before = 0  # fingerprints the last level's _Met held
     halted = job.halt.is_set
     while True:
         message = conn.recv()
@@ -323,7 +327,9 @@ def _loop(conn, job: _Job) -> None:
             kept = before = after = []
             produced = []
             loose = 0  # judged successors kept unpacked in this level
-            met = _Met()
+            # Sized for as many fingerprints as the last level met: BFS levels change size slowly, and each doubling
+            # rehashes every fingerprint met so far (1.5 % of a worker's time on m2/c1 when every level began at 4096).
+            met = _Met(max(1 << 12, 1 << (2 * met_before).bit_length()))
             # In parts, so that the parent walks the first ones while this worker computes the rest (and packs).
             for lo in range(0, max(size, 1), PART):
                 if halted():  # the search stopped in this level: the rest of the slice is not read
@@ -344,6 +350,7 @@ def _loop(conn, job: _Job) -> None:
                 del slice_, made
                 if last:
                     break
+            met_before = len(met)
             del states, met
         elif kind == "commit":
             _, mask, own, pieces = message  # own: (lo, hi) kept here; pieces: [(worker, lo, hi)] handed on
@@ -564,11 +571,11 @@ def explore(cfg: ModelConfig, *, workers: int, symmetry: bool, fairness: bool, m
                                     slot = 0
                             if j < 0:
                                 j = len(parent)
-                                if j < grow_at:
-                                    seen.insert(slot, fp, j)
-                                else:  # the table grows: let it free the old slots before it fills the new ones
+                                fps_.append(fp)  # FingerprintSet.insert, inlined (ids are dense, the slot was empty)
+                                slots[slot] = j + 1
+                                if j >= grow_at:  # the table grows: let it free the old slots before it fills the new ones
                                     slots = None
-                                    seen.insert(slot, fp, j)
+                                    seen._grow()
                                     slots, capacity, grow_at = seen.slots, seen.capacity, seen.limit
                                 parent.append(i)
                                 parent_action.append(aid)

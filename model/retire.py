@@ -210,18 +210,27 @@ def reducer(cfg: ModelConfig, retire_offsets: bool, compact: bool) -> Callable[[
     bound = MEMO_BOUND
     levels_memo: dict = {}
     topics_memo: dict = {}
+    # In front of the levels' memo, its last answer by identity: the successors of one state come one after the
+    # other and mostly share its levels (60 % on m2/c1), found then without hashing the nested parts (8 % less time
+    # in here on m2/c1's successors). Not for the topics: 15 % share them and the process queue, and there it cost
+    # more than it saved (measured).
+    last_levels: list = [None, None, None]  # [levels, calm, its part]
 
     def representative(s: State) -> State:
         up, crashes, faults, persists, msgs, levels, topics, pq, dlq = s
         calm = no_crash_can_come(s, cfg)
         if not (calm or compact):
             return s
-        key = (calm, levels)
-        new_levels = levels_memo.get(key)
-        if new_levels is None:
-            if len(levels_memo) >= bound:
-                levels_memo.clear()
-            new_levels = levels_memo[key] = _retire_levels(levels, cfg, calm, compact)
+        if levels is last_levels[0] and calm is last_levels[1]:
+            new_levels = last_levels[2]
+        else:
+            key = (calm, levels)
+            new_levels = levels_memo.get(key)
+            if new_levels is None:
+                if len(levels_memo) >= bound:
+                    levels_memo.clear()
+                new_levels = levels_memo[key] = _retire_levels(levels, cfg, calm, compact)
+            last_levels[:] = levels, calm, new_levels
         key = (calm, topics, pq)
         parts = topics_memo.get(key)
         if parts is None:

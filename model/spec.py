@@ -879,7 +879,8 @@ def ranks_drop(before: State, succ: list[tuple[Action, State]]) -> bool:
             if rank_drops(before, after):
                 continue
             return False
-        gained = 8 * (len(after[8]) - b_dlq_len)  # work(after) - work(before)
+        a_dlq = after[8]
+        gained = 0 if a_dlq is b_dlq else 8 * (len(a_dlq) - b_dlq_len)  # work(after) - work(before)
         a_msgs = after[4]
         if a_msgs is not b_msgs:
             if b_msgs_work is None:
@@ -887,8 +888,6 @@ def ranks_drop(before: State, succ: list[tuple[Action, State]]) -> bool:
             gained += _msgs_work(a_msgs) - b_msgs_work
         a_levels = after[5]
         if a_levels is not b_levels:
-            if b_level_work is None:
-                b_level_work = [_level_work(b) for b in b_levels]
             k = 0
             for a in a_levels:
                 b = b_levels[k]
@@ -900,7 +899,12 @@ def ranks_drop(before: State, succ: list[tuple[Action, State]]) -> bool:
                         work = 8 * len(entries) + 4 * a[1]  # _level_work(a), inlined
                         for e in entries:
                             work -= e[2]
-                        gained += work - b_level_work[k]
+                        if b_level_work is None:
+                            b_level_work = [None] * len(b_levels)
+                        b_work = b_level_work[k]  # before's level k, counted once a state and only when needed
+                        if b_work is None:
+                            b_work = b_level_work[k] = _level_work(b)
+                        gained += work - b_work
                 k += 1
         a_topics = after[6]
         if a_topics is not b_topics:

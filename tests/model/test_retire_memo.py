@@ -60,3 +60,62 @@ def test_a_search_with_a_tiny_bound_finds_what_was_recorded(monkeypatch, name):
     monkeypatch.setattr(retire_module, "MEMO_BOUND", TINY)
     case = RECORDED[name]
     assert record(case["bounds"], case["options"]) == case["found"]
+
+
+def _unmemoised(cfg: ModelConfig, s):
+    """The representative computed from its parts, with no memo at all."""
+    calm = retire_module.no_crash_can_come(s, cfg)
+    levels = retire_module._retire_levels(s.levels, cfg, calm, True)
+    topics, pq = retire_module._retire_topics(s.topics, s.pq, cfg, calm, True)
+    return s._replace(persists=0 if calm else s.persists, levels=levels, topics=topics, pq=pq)
+
+
+@pytest.mark.parametrize("bounds", [dict(messages=1, crashes=1), dict(messages=2, crashes=1), dict(messages=2, crashes=2)],
+                         ids=["m1c1", "m2c1", "m2c2"])
+def test_the_memos_in_front_answer_what_the_parts_compute(bounds):
+    """The last answer by identity (and the memos behind it) hand out exactly what the part functions compute, in
+    the order the checker asks: every successor of a walk, calm and not, consecutive calls sharing parts."""
+    cfg = ModelConfig(levels=2, max_retries=1, **bounds)
+    rep = retire_module.reducer(cfg, True, True)
+    calls = reused = 0
+    previous = None
+    for nxt, _c in _reached(cfg, rep, 20_000):
+        assert rep(nxt) == _unmemoised(cfg, nxt)
+        calls += 1
+        reused += previous is not None and nxt.levels is previous.levels
+        previous = nxt
+    assert calls > 5_000 and reused > calls // 10  # long, and the identity answer was asked often
+
+
+def test_the_answer_by_identity_is_per_calm():
+    """The same part objects asked for right after each other, once while a crash can come and once calm, get
+    the two different representatives (the identity answer keys on calm too)."""
+    cfg = ModelConfig(levels=2, max_retries=1, messages=2, crashes=1)
+    rep = retire_module.reducer(cfg, True, True)
+    asked = 0
+    for nxt, _c in _reached(cfg, retire_module.reducer(cfg, True, True), 20_000):
+        if not (nxt.up and nxt.crashes):
+            continue
+        calm = nxt._replace(crashes=0)  # the very same levels, topics and process queue objects
+        if (retire_module._retire_levels(nxt.levels, cfg, True, True) == retire_module._retire_levels(nxt.levels, cfg, False, True)
+                or retire_module._retire_topics(nxt.topics, nxt.pq, cfg, True, True)
+                == retire_module._retire_topics(nxt.topics, nxt.pq, cfg, False, True)):
+            continue
+        for s in (nxt, calm, nxt):
+            assert rep(s) == _unmemoised(cfg, s)
+        asked += 1
+    assert asked > 100
+
+
+def test_the_answer_by_identity_is_per_process_queue():
+    """The same topics object asked for right after each other with two process queues gets two answers."""
+    cfg = ModelConfig(levels=2, max_retries=1, messages=2, crashes=1)
+    rep = retire_module.reducer(cfg, True, True)
+    asked = 0
+    for nxt, _c in _reached(cfg, retire_module.reducer(cfg, True, True), 20_000):
+        if not nxt.pq:
+            continue
+        for s in (nxt, nxt._replace(pq=()), nxt):
+            assert rep(s) == _unmemoised(cfg, s)
+        asked += 1
+    assert asked > 100

@@ -70,12 +70,17 @@ def test_a_packed_chunk_of_states_unpacks_equal_with_its_records_and_sharing():
     assert back == states
     for s in back:
         assert type(s) is State and all(type(m) is Msg for m in s.msgs)
+        assert type(s.up) is bool and type(s.crashes) is int  # flag and budget columns go as bytes: types kept
         assert all(type(lv) is Level and all(type(e) is Sched for e in lv.entries) for lv in s.levels)
         assert all(type(tp) is Topic and all(type(c) is Copy for c in tp.entries) for tp in s.topics)
     assert len({id(s.levels) for s in back}) == len(set(s.levels for s in states)) < len(states)  # shared
     # not one kind of tuple of one length: pickled as it is
     for odd in ([(1, 2), (3, 4, 5)], [(1, 2), [3, 4]], [(), ()], [1, 2], [states[0], (1,) * 9]):
         assert unpack(pack(odd)) == odd
+    # columns of small ints or flags go as bytes; others (out of 0..255, mixed kinds) through the fields
+    for columns in ([(0, True), (255, False)], [(-1, 7), (300, 8)], [(1, "a"), ("b", 2)], [(2**40, 0.5), (3, 1.5)]):
+        back = unpack(pack(columns))
+        assert back == columns and [list(map(type, row)) for row in back] == [list(map(type, row)) for row in columns]
 
 
 def test_the_frontier_is_a_fifo_across_packed_chunks():
