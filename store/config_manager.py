@@ -205,13 +205,12 @@ class ConfigManager(ABC):
         # Every era's write leaves the previous main file as .bak.
         self._written = (self._written[1] if self._written is not None else None, data)
         self._written_token = token
-        for listener in self.persist_listeners:
-            listener(self.file_name)
+        self.persist_overwritten()
 
     def persist_overwritten(self) -> None:
-        """A persist round whose bytes two later rounds overwrite (main file and .bak) before anything can read
-        them, run late by a driver (store/service.py, deferred rounds): nothing it wrote survives, so only its
-        listeners hear of it. Only for runs in which the writes cannot fail and no crash can wait at the persist."""
+        """Tell the listeners of a persist. Alone: a persist round whose bytes two later rounds overwrite (main file
+        and .bak) before anything can read them, run late by a driver (store/service.py, deferred rounds): nothing
+        it wrote survives. Only for runs in which the writes cannot fail and no crash can wait at the persist."""
         for listener in self.persist_listeners:
             listener(self.file_name)
 
