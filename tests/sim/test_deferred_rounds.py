@@ -81,8 +81,9 @@ def _same(monkeypatch, scenario, seed=None, era=None):
 
 
 @pytest.mark.parametrize(("name", "era"), [("retry-ladder-to-dlq", None), ("one-message-per-level", None),
-                                           ("graceful-restart", None), ("backwards-clock-step", None),
-                                           ("graceful-restart", "4.9.8"),
+                                           ("backwards-clock-step", None),
+                                           pytest.param("graceful-restart", None, marks=pytest.mark.slow),
+                                           pytest.param("graceful-restart", "4.9.8", marks=pytest.mark.slow),
                                            pytest.param("timer-wheel-crash", None, marks=pytest.mark.slow),
                                            pytest.param("store-rollback", None, marks=pytest.mark.slow),
                                            pytest.param("flaky-consumer-broker-crash", None, marks=pytest.mark.slow)])

@@ -156,7 +156,8 @@ def _plant(monkeypatch, what: str) -> None:
 
 @pytest.mark.parametrize(("what", "scenario"), [("blind_to_arrivals", _mid_cycle), ("no_commit_debt", _idle_offsets),
                                                ("no_span_budget", _two_phases),
-                                               ("blind_to_other_cycles", _two_phases)])
+                                               pytest.param("blind_to_other_cycles", _two_phases,
+                                                            marks=pytest.mark.slow)])
 def test_a_repeat_without_its_condition_changes_the_history_or_the_offset_file(what, scenario):
     plant, seen = pytest.MonkeyPatch(), pytest.MonkeyPatch()
     _plant(plant, what)
