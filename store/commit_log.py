@@ -208,11 +208,11 @@ class CommitLog:
         mf = mfq.find_mapped_file_by_offset(mfq.flushed_where)
         if mf is None and mfq.flushed_where == 0:
             mf = mfq.get_first_mapped_file()
-        sees = mfq.moves_store_timestamp(least_pages) or self.light_rounds_see_timestamp
         if self.light_rounds_see_timestamp and mf is not None and mfq.store_timestamp != mf.store_timestamp:
             return True
         # what the round leaves in the queue's store timestamp, which it then copies to the checkpoint
-        timestamp = mf.store_timestamp if sees and mf is not None else mfq.store_timestamp
+        moves = mf is not None and mfq.moves_store_timestamp(least_pages)
+        timestamp = mf.store_timestamp if moves else mfq.store_timestamp
         return timestamp > 0 and self.checkpoint.physic_msg_timestamp != timestamp
 
     # --- recovery ------------------------------------------------------------------------
