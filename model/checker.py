@@ -536,7 +536,7 @@ def _explore(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_states: in
                 slots[slot] = j + 1
                 if j >= grow_at:  # the table grows: let it free the old slots before it fills the new ones
                     slots = None
-                    seen._grow()
+                    seen.grow()
                     slots, capacity, grow_at = seen.slots, seen.capacity, seen.limit
                 parent.append(i)
                 parent_action.append(aid)

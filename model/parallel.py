@@ -575,7 +575,7 @@ def explore(cfg: ModelConfig, *, workers: int, symmetry: bool, fairness: bool, m
                                 slots[slot] = j + 1
                                 if j >= grow_at:  # the table grows: let it free the old slots before it fills the new ones
                                     slots = None
-                                    seen._grow()
+                                    seen.grow()
                                     slots, capacity, grow_at = seen.slots, seen.capacity, seen.limit
                                 parent.append(i)
                                 parent_action.append(aid)

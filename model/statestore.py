@@ -81,8 +81,8 @@ class FingerprintSet:
                 fps.append(fp)
                 slots[slot] = sid + 1
                 if len(fps) > self.limit:
-                    slots = None  # let _grow free the old table before it fills the new one
-                    self._grow()
+                    slots = None  # let grow free the old table before it fills the new one
+                    self.grow()
                 return -1
             if fps[v - 1] == fp:
                 return v - 1
@@ -101,7 +101,7 @@ class FingerprintSet:
         fps.append(fp)
         self.slots[slot] = sid + 1
         if len(fps) > self.limit:
-            self._grow()
+            self.grow()
             return True
         return False
 
@@ -109,7 +109,9 @@ class FingerprintSet:
         """Drop the table (the search is over)."""
         self.slots, self.fps = array("I"), array("q")
 
-    def _grow(self) -> None:
+    def grow(self) -> None:
+        """Half as many slots again, every fingerprint re-placed: ``insert`` calls it past ``limit`` (the checkers'
+        inlined inserts too, with their own reference to the old slots dropped first)."""
         capacity = max(self.capacity + self.capacity // 2, self.capacity + 2)
         if capacity > 0xFFFFFFFF:
             raise OverflowError("more than 2**32 - 2 states: the table keeps 32-bit ids")
