@@ -2104,6 +2104,8 @@ def _persist_all_at_or_after(started_ms: int, t_ms: int) -> int:
     """The client's first persistAll round at or after ``t_ms`` (10 s after its start, then every 5 s)."""
     first_round_ms = started_ms + CLIENT_FIRST_OFFSET_PERSIST_MS
     return first_round_ms + max(0, -(-(t_ms - first_round_ms) // CLIENT_OFFSET_PERSIST_MS)) * CLIENT_OFFSET_PERSIST_MS
+
+
 PULL_EXCEPTION = re.compile(r"execute the pull request exception, MessageQueue\(topic='([^']+)', broker_name='[^']*', "
                             r"queue_id=(\d+)\)")
 
@@ -2286,14 +2288,14 @@ def _crash_lost_a_repeats_advance(earlier: list[dict], again: dict, delay_cuts: 
 
 DISTURBANCES = frozenset({"crash", "restart", "fault", "consumer_start"})  # what can move an offset or an owner
 DAMAGE = frozenset({"store_rollback", "cq_truncate", "cq_unindexed", "timer_torn_unit"})
-
-
 _CALM_KINDS = DISTURBANCES | DAMAGE | {"consume"}  # what _copies_consumed_twice_in_calm reads
 
 
 def _damages_the_store(e: dict) -> bool:
     """A power failure, a rollback or a cut (or unindexed) queue: stale units may hand a record out twice."""
     return e["kind"] in DAMAGE or e.get("crash_kind") == "power"
+
+
 REBALANCE_SETTLED_MS = 21_000  # every member rebalances within its 20 s round of a change (+ a pull's round trip)
 
 
