@@ -75,6 +75,7 @@ class ConfigManager(ABC):
             raise ValueError(f"persist_mode must be one of {PERSIST_MODES}, not {persist_mode!r}")
         self.disk = disk
         self.config_file_path = config_file_path
+        self.file_name = file_name_of(config_file_path)  # told to the persist listeners on every round
         self.faults = faults
         self.persist_mode = persist_mode
         self.log = as_log(log, type(self).__name__)
@@ -89,10 +90,6 @@ class ConfigManager(ABC):
         self._written: tuple[bytes | None, bytes] | None = None  # (.bak, main) as this manager's last write left them
         self._written_token: object | None = None  # content_token() of the main file's bytes
         self._encoded: tuple[object, str | None] | None = None  # (content_token(), encode(True)) of the last persist
-
-    @property
-    def file_name(self) -> str:
-        return file_name_of(self.config_file_path)
 
     # --- the subclass's part ---------------------------------------------------------------
     @abstractmethod
