@@ -27,6 +27,18 @@ class History:
         self.events.append(event)
         return event
 
+    def record_at(self, times_ms, kind: str, **fields) -> None:
+        """The same event at each of ``times_ms`` (monotonic, ascending, none before the last recorded)."""
+        check_fields(kind, fields)
+        start, events, seq = self.start_mono_ms, self.events, self._seq
+        for t_ms in times_ms:
+            event = {"seq": seq, "t_ms": t_ms - start, "kind": kind, **fields}
+            if STRICT:
+                validate_event(event)
+            events.append(event)
+            seq += 1
+        self._seq = seq
+
     def insert(self, index: int, t_ms: int, kind: str, **fields) -> dict:
         """Record an event at position ``index`` (a cause after its effects were recorded, in the same step):
         the events after it move one ``seq`` on, so ``seq`` stays the position in the history."""

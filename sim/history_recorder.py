@@ -163,8 +163,13 @@ class HistoryRecorder:
             return None
         return last[1]
 
-    def on_persist(self, file_name: str) -> None:
-        self.record("persist", file=file_name)
+    def on_persist(self, file_name: str, rounds_ms: range | None = None) -> None:
+        """One persist now, or a run of overwritten rounds at their own (monotonic) times."""
+        if rounds_ms is None:
+            self.record("persist", file=file_name)
+        else:
+            self.before_write()
+            self.history.record_at(rounds_ms, "persist", file=file_name)
 
     # --- the clients -------------------------------------------------------------------------------------
     def on_client_event(self, owner: str, kind: str, fields: dict) -> None:

@@ -217,12 +217,26 @@ class Scheduler:
                 service = slot.service
                 rounds_after = service.rounds_until(until_ms, before_rank > rank) - 1
                 slot.armed_at = None
-                self.deferred_steps += 1
-                if at > self._turn_ms:  # the turn it would have had (a step ranked before it may be under way)
-                    self._turn_ms, self._turn_high = at, rank
-                elif at == self._turn_ms and rank > self._turn_high:
-                    self._turn_high = rank
                 now = env._now
+                run = self._overwritten_run(service, at, rank, rounds_after)
+                if run:  # rounds that only record their event, back to back: no heap, no asking in between
+                    last_ms = at + (run - 1) * service.interval_ms
+                    self.deferred_steps += run - 1
+                    self._took_turn(last_ms, rank)
+                    env._now = last_ms
+                    try:
+                        service.step_overwritten(at, run)
+                    finally:
+                        env._now = now
+                    at = last_ms + service.interval_ms
+                    rounds_after -= run
+                    if debts and (debts[0][0], debts[0][1]) < (at, rank):  # another debt first: this one waits
+                        slot.armed_at = at
+                        slot.token = token = slot.token + 1
+                        seq = self._seq = self._seq + 1
+                        heapq.heappush(debts, (at, rank, seq, slot, token))
+                        continue
+                self._took_turn(at, rank)
                 env._now = at  # the round's own time: what it records and stamps
                 try:
                     service.step_deferred(at, rounds_after)
@@ -239,6 +253,27 @@ class Scheduler:
                     heapq.heappush(debts, (nxt, rank, seq, slot, token))
         finally:
             self._settling = False
+
+    def _overwritten_run(self, service, at: int, rank: int, rounds_after: int) -> int:
+        """How many rounds from ``at`` on run at once: those that later rounds of this settlement overwrite
+        (``rounds_after`` more come after the one at ``at``), none after another debt's turn; 0 when the service
+        has no ``overwritten_run``."""
+        count = rounds_after - service.rounds_kept + 1
+        if count <= 0 or service.overwritten_run is None:
+            return 0
+        if self._debts:
+            next_at, next_rank = self._debts[0][0], self._debts[0][1]
+            bound_ms = next_at - 1 if next_rank <= rank else next_at  # the last time this rank comes before it
+            count = min(count, (bound_ms - at) // service.interval_ms + 1)
+        return max(0, count)
+
+    def _took_turn(self, at: int, rank: int) -> None:
+        """A deferred round runs: the turn it would have had (a step ranked before it may be under way)."""
+        self.deferred_steps += 1
+        if at > self._turn_ms:
+            self._turn_ms, self._turn_high = at, rank
+        elif at == self._turn_ms and rank > self._turn_high:
+            self._turn_high = rank
 
     def settle_before_now(self) -> None:
         """An observer (a history record, a request's mark) is about to look: the deferred rounds that came

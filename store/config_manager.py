@@ -82,7 +82,8 @@ class ConfigManager(ABC):
         self.load_error: str | None = None
         self.load_events: list[str] = []
         self.persist_errors: list[str] = []
-        self.persist_listeners: list[Callable[[str], None]] = []  # told the file name after each persist
+        # told the file name after each persist (and the times of a run of overwritten rounds, or None)
+        self.persist_listeners: list[Callable[[str, range | None], None]] = []
         # A driver's choice for runs that cannot lose power: a persist that would leave the main file and its
         # .bak byte-identical to what they hold is skipped (no write, no listener). Rewriting identical bytes
         # matters only to a power failure, which may tear the rewritten file.
@@ -204,12 +205,13 @@ class ConfigManager(ABC):
         self._written_token = token
         self.persist_overwritten()
 
-    def persist_overwritten(self) -> None:
+    def persist_overwritten(self, rounds_ms: range | None = None) -> None:
         """Tell the listeners of a persist. Alone: a persist round whose bytes two later rounds overwrite (main file
         and .bak) before anything can read them, run late by a driver (store/service.py, deferred rounds): nothing
-        it wrote survives. Only for runs in which the writes cannot fail and no crash can wait at the persist."""
+        it wrote survives. Only for runs in which the writes cannot fail and no crash can wait at the persist.
+        ``rounds_ms``: a run of such rounds at these monotonic times, told at once (None: one round, now)."""
         for listener in self.persist_listeners:
-            listener(self.file_name)
+            listener(self.file_name, rounds_ms)
 
     def _persist_failed(self, why: str, fault_site: str | None = None) -> None:
         message = f"persist file {self.config_file_path} exception: {why}"

@@ -197,6 +197,8 @@ class ScheduleMessageService(ConfigManager):
         # closed form by the next round that settles, at the polls' own times.
         self.persist_service.rounds_kept = 2
         self.persist_service.overwritten_task = lambda _m: self.persist_overwritten()
+        self.persist_service.overwritten_run = lambda first_ms, every_ms, count: self.persist_overwritten(
+            range(first_ms, first_ms + count * every_ms, every_ms))
 
     def _persist_round(self) -> None:
         self.settle_skipped_polls(ALL_LEVELS_POLLED)

@@ -70,6 +70,9 @@ class PeriodicService:
         self.deferrable = False
         self.rounds_kept = 1
         self.overwritten_task: Callable[[int], None] | None = None
+        # The same for a run of such rounds at once, ``(first_ms, interval_ms, count)``: what a driver calls to
+        # run them back to back (each still says what it says at its own time).
+        self.overwritten_run: Callable[[int, int, int], None] | None = None
 
     @property
     def next_round_ms(self) -> int:
@@ -105,6 +108,11 @@ class PeriodicService:
             self.overwritten_task(mono_ms)
         else:
             self.task(mono_ms)
+
+    def step_overwritten(self, first_ms: int, count: int) -> None:
+        """``count`` deferred rounds from ``first_ms`` on that later rounds of their settlement overwrite."""
+        self._next_ms = first_ms + count * self.interval_ms
+        self.overwritten_run(first_ms, self.interval_ms, count)
 
     def step(self, mono_ms: int) -> None:
         self.catch_up(mono_ms, False)

@@ -161,8 +161,24 @@ def test_overwritten_rounds_must_still_record_their_event(monkeypatch):
             return
         original(service, mono_ms, rounds_after)
 
+    def silent_run(service, first_ms, count):
+        service._next_ms = first_ms + count * service.interval_ms  # a run of them, at once, saying nothing
+
+    def plant(m):
+        m.setattr(PeriodicService, "step_deferred", silent)
+        m.setattr(PeriodicService, "step_overwritten", silent_run)
+
+    assert not _plant_and_compare(monkeypatch, load_builtin("retry-ladder-to-dlq"), plant)
+
+
+def test_a_run_of_overwritten_rounds_records_each_at_its_own_time(monkeypatch):
+    """The rounds run at once (sim/scheduler.py) record one event per round, each at its round's time."""
+    def at_the_last(service, first_ms, count):
+        service._next_ms = first_ms + count * service.interval_ms
+        service.overwritten_run(first_ms + service.interval_ms, service.interval_ms, count)  # each a round late
+
     assert not _plant_and_compare(monkeypatch, load_builtin("retry-ladder-to-dlq"),
-                                  lambda m: m.setattr(PeriodicService, "step_deferred", silent))
+                                  lambda m: m.setattr(PeriodicService, "step_overwritten", at_the_last))
 
 
 def test_keeping_one_round_instead_of_two_loses_the_bak(monkeypatch):

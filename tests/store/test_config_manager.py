@@ -353,7 +353,7 @@ def test_skipping_identical_persists_leaves_the_same_files(mode):
         disk, told = MemoryDisk(), []
         manager = ConsumerOffsetManager(disk, ManualClock(1_700_000_000_000), persist_mode=mode)
         manager.skip_identical_persist = skip
-        manager.persist_listeners.append(told.append)
+        manager.persist_listeners.append(lambda name, _rounds, told=told: told.append(name))
         files = []
         for offset in (1, 1, 1, 1, 2, 2, 2, 3):
             manager.offset_table = {"T@G": {0: offset}}

@@ -94,7 +94,7 @@ def test_the_first_persist_is_10s_after_start_and_then_every_interval(store_conf
     """scheduleAtFixedRate(persist, 10000, flushDelayOffsetInterval) at both tags."""
     h = BrokerHarness(store_config=store_config.with_(flush_delay_offset_interval_ms=interval_ms))
     persisted: list[int] = []
-    h.broker.schedule_message_service.persist_listeners.append(lambda _name: persisted.append(h.mono_ms))
+    h.broker.schedule_message_service.persist_listeners.append(lambda _name, _rounds: persisted.append(h.mono_ms))
     h.run_for(expected_ms[-1])
     assert persisted == expected_ms
 
@@ -175,7 +175,7 @@ def _shutdown_order(store_config) -> list[str]:
     b = h.broker
     for manager in (b.schedule_message_service, b.topic_config_manager, b.subscription_group_manager,
                     b.consumer_offset_manager):
-        manager.persist_listeners.append(order.append)
+        manager.persist_listeners.append(lambda name, _rounds: order.append(name))
     store_shutdown = b.message_store.shutdown
     b.message_store.shutdown = lambda: (order.append("message store"), store_shutdown())
     if b.timer_message_store is not None:
