@@ -6,7 +6,7 @@ ceiling: a delayed message's lifecycle needs 2 puts and 2 dispatches (into SCHED
 back into its topic), so the ceiling is ``1 / (2 / puts_per_s + 2 / dispatches_per_s)`` with both
 rates measured here on the in-memory disk. Sparse: the built-in ``retry-ladder-to-dlq`` (one
 message, 17 attempts, 5 virtual hours) in raw-SimPy-timeout equivalents (wall s x raw SimPy
-timeouts/s): what a run costs that has almost nothing to do. It lasts about 0.06 s, so one sample
+timeouts/s): what a run costs that has almost nothing to do. It lasts about 0.05 s, so one sample
 swings by half (a garbage collection, the machine's neighbours): it is run ``SPARSE_RUNS`` times, each
 run against a raw SimPy yardstick of its own length measured just before it, and the median of those
 products is the figure, with the lowest and highest beside it. Wall time is measured and reported, never
@@ -32,7 +32,7 @@ from store.message_store import DefaultMessageStore
 from .run import run_scenario
 
 SPARSE_SCENARIO = "retry-ladder-to-dlq"
-SPARSE_RUNS = 7  # the sparse figure is the median of this many runs (one run is ~0.06 s: one sample is noise)
+SPARSE_RUNS = 7  # the sparse figure is the median of this many runs (one run is ~0.05 s: one sample is noise)
 SPARSE_YARDSTICK_TIMEOUTS = 50_000  # raw SimPy timeouts measured before each sparse run: about as long as it
 
 

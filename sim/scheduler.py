@@ -231,10 +231,7 @@ class Scheduler:
                     at = last_ms + service.interval_ms
                     rounds_after -= run
                     if debts and (debts[0][0], debts[0][1]) < (at, rank):  # another debt first: this one waits
-                        slot.armed_at = at
-                        slot.token = token = slot.token + 1
-                        seq = self._seq = self._seq + 1
-                        heapq.heappush(debts, (at, rank, seq, slot, token))
+                        self._owe(slot, at, rank)
                         continue
                 self._took_turn(at, rank)
                 env._now = at  # the round's own time: what it records and stamps
@@ -247,10 +244,7 @@ class Scheduler:
                 finally:
                     env._now = now
                 if nxt is not None:
-                    slot.armed_at = nxt
-                    slot.token = token = slot.token + 1
-                    seq = self._seq = self._seq + 1
-                    heapq.heappush(debts, (nxt, rank, seq, slot, token))
+                    self._owe(slot, nxt, rank)
         finally:
             self._settling = False
 
@@ -266,6 +260,13 @@ class Scheduler:
             bound_ms = next_at - 1 if next_rank <= rank else next_at  # the last time this rank comes before it
             count = min(count, (bound_ms - at) // service.interval_ms + 1)
         return max(0, count)
+
+    def _owe(self, slot: _Slot, at: int, rank: int) -> None:
+        """``slot``'s next round, at ``at``, is deferred."""
+        slot.armed_at = at
+        slot.token = token = slot.token + 1
+        seq = self._seq = self._seq + 1
+        heapq.heappush(self._debts, (at, rank, seq, slot, token))
 
     def _took_turn(self, at: int, rank: int) -> None:
         """A deferred round runs: the turn it would have had (a step ranked before it may be under way)."""
