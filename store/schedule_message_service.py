@@ -196,7 +196,6 @@ class ScheduleMessageService(ConfigManager):
         # before a reader write; the earlier ones leave their persist event. Their skipped polls are accounted in
         # closed form by the next round that settles, at the polls' own times.
         self.persist_service.rounds_kept = 2
-        self.persist_service.overwritten_task = lambda _m: self.persist_overwritten()
         self.persist_service.overwritten_run = lambda first_ms, every_ms, count: self.persist_overwritten(
             range(first_ms, first_ms + count * every_ms, every_ms))
 

@@ -64,14 +64,12 @@ class PeriodicService:
         self.on_skipped: Callable[[int], None] | None = None
         # A driver may also *defer* the rounds of a ``deferrable`` service: rounds whose effects no other service,
         # and nobody outside, can see before the driver's next other step (or the run's end). It then runs them
-        # late, each at its own time, just before that observer (``step_deferred``). A round that ``rounds_kept``
+        # late, each at its own time, just before that observer (``step_deferred``). Rounds that ``rounds_kept``
         # later rounds of the same settlement overwrite entirely (a persist: the main file and its .bak hold the
-        # last two) runs ``overwritten_task`` instead of ``task``: only what it says outside (its event) is left.
+        # last two) run ``overwritten_run(first_ms, interval_ms, count)`` instead of ``task``, a run of them at
+        # once: only what each says outside (its event, at its own time) is left.
         self.deferrable = False
         self.rounds_kept = 1
-        self.overwritten_task: Callable[[int], None] | None = None
-        # The same for a run of such rounds at once, ``(first_ms, interval_ms, count)``: what a driver calls to
-        # run them back to back (each still says what it says at its own time).
         self.overwritten_run: Callable[[int, int, int], None] | None = None
 
     @property
@@ -103,10 +101,10 @@ class PeriodicService:
 
     def step_deferred(self, mono_ms: int, rounds_after: int) -> None:
         """A deferred round at ``mono_ms`` (its own time), with ``rounds_after`` more of this settlement to come."""
-        self._next_ms = mono_ms + self.interval_ms
-        if rounds_after >= self.rounds_kept and self.overwritten_task is not None:
-            self.overwritten_task(mono_ms)
+        if rounds_after >= self.rounds_kept and self.overwritten_run is not None:
+            self.step_overwritten(mono_ms, 1)
         else:
+            self._next_ms = mono_ms + self.interval_ms
             self.task(mono_ms)
 
     def step_overwritten(self, first_ms: int, count: int) -> None:
