@@ -16,47 +16,64 @@ unchanged: the form is a canonical representative of the state's orbit.
 
 from __future__ import annotations
 
-from .spec import Copy, Level, Msg, Sched, State, Topic
+from .spec import Copy, Level, Sched, State, Topic
+
+_new_tuple = tuple.__new__
+_IDENTITY = [list(range(n)) for n in range(13)]  # the order that renames nothing, by message count (<= 12)
+
+
+def _first_copies(s: State, n: int) -> list[int]:
+    """The messages in the order of their first stored copy (levels, TopicTest, %RETRY%G, %DLQ%G), done as soon
+    as all ``n`` are found (most states: the scan stops in the levels)."""
+    order: list[int] = []
+    for lv in s[5]:
+        for e in lv[0]:
+            m = e[0]
+            if m not in order:
+                order.append(m)
+                if len(order) == n:
+                    return order
+    for tp in s[6]:
+        for c in tp[0]:
+            m = c[0]
+            if m not in order:
+                order.append(m)
+                if len(order) == n:
+                    return order
+    for m, _r in s[8]:
+        if m not in order:
+            order.append(m)
+            if len(order) == n:
+                return order
+    return order
 
 
 def canonical(s: State) -> State:
-    n = len(s.msgs)
-    order: list[int] = []
-    seen = [False] * n
-    for lv in s.levels:
-        for e in lv.entries:
-            if not seen[e.msg]:
-                seen[e.msg] = True
-                order.append(e.msg)
-    for tp in s.topics:
-        for c in tp.entries:
-            if not seen[c.msg]:
-                seen[c.msg] = True
-                order.append(c.msg)
-    for m, _r in s.dlq:
-        if not seen[m]:
-            seen[m] = True
-            order.append(m)
+    """The canonical form of ``s`` (``s`` itself when it already is one).
+
+    Speed (it runs on every successor the checker generates): positional fields, records built with
+    ``tuple.__new__`` (no named-tuple ``__new__`` in Python), and a scan that stops once every message is placed.
+    """
+    msgs = s[4]
+    n = len(msgs)
+    order = _first_copies(s, n)
     if len(order) < n:
-        unsent = [i for i in range(n) if not seen[i]]
-        unsent.sort(key=lambda i: s.msgs[i])
-        order.extend(unsent)
-    if all(old == new for new, old in enumerate(order)):
+        unplaced = [i for i in range(n) if i not in order]
+        unplaced.sort(key=msgs.__getitem__)
+        order.extend(unplaced)
+    if order == _IDENTITY[n]:
         return s
     new_of = [0] * n
     for new, old in enumerate(order):
         new_of[old] = new
-    levels = tuple(
-        Level(tuple(Sched(new_of[e.msg], e.r, e.wait, e.status, e.dest) for e in lv.entries), lv.cursor, lv.table,
-              lv.persisted, lv.running) if lv.entries else lv
-        for lv in s.levels)
-    topics = tuple(
-        Topic(tuple(Copy(new_of[c.msg], c.r, c.acked, c.level) for c in tp.entries), tp.pull, tp.cmem, tp.cper)
-        if tp.entries else tp
-        for tp in s.topics)
-    msgs: tuple[Msg, ...] = tuple(s.msgs[old] for old in order)
-    dlq = tuple((new_of[m], r) for m, r in s.dlq)
-    return State(s.up, s.crashes, s.faults, s.persists, msgs, levels, topics, s.pq, dlq)
+    levels = tuple([_new_tuple(Level, (tuple([_new_tuple(Sched, (new_of[e[0]], e[1], e[2], e[3], e[4])) for e in lv[0]]),
+                                       lv[1], lv[2], lv[3], lv[4])) if lv[0] else lv
+                    for lv in s[5]])
+    topics = tuple([_new_tuple(Topic, (tuple([_new_tuple(Copy, (new_of[c[0]], c[1], c[2], c[3])) for c in tp[0]]),
+                                       tp[1], tp[2], tp[3])) if tp[0] else tp
+                    for tp in s[6]])
+    return _new_tuple(State, (s[0], s[1], s[2], s[3], tuple([msgs[old] for old in order]), levels, topics, s[7],
+                              tuple([(new_of[m], r) for m, r in s[8]])))
 
 
 def identity(s: State) -> State:
