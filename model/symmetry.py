@@ -81,14 +81,17 @@ def identity(s: State) -> State:
 
 
 def renamings_can_meet(send_levels: tuple[int, ...]) -> bool:
-    """Whether two reachable states can be renamings of each other (else canonical forms merge nothing).
+    """Whether renamings of each other are common enough among reachable states to pay for canonical forms.
 
-    Why they cannot with pairwise distinct send levels: an unsent message's record holds its send level,
-    and a sent one leaves a copy with reconsumeTimes 0 that no later step removes (queues are append-only
-    logs, a crash keeps them): a unit of its send level's queue, or for level 0 a TopicTest copy that
-    names level 0. Retries and dead letters carry reconsumeTimes >= 1. So a renaming that moves a message
-    moves one of these marks to a message with another send level, a state that is never reached. The
-    checker then skips the canonical form, which here costs time and saves no state.
+    With pairwise distinct send levels they are rare: an unsent message's record holds its send level, and a
+    sent one leaves a copy with reconsumeTimes 0 (a unit of its send level's queue, or for level 0 a TopicTest
+    copy that names level 0; retries and dead letters carry reconsumeTimes >= 1), so a renaming that moves a
+    message moves one of these marks to a message with another send level. Without model/retire.py's
+    compaction no step removes such a copy, and canonical forms merge nothing. Compaction drops processed
+    copies, marks included, and then renamings do meet: m2/c1 (send levels 1, 2) has 2 677 145 states without
+    canonical forms and 2 341 815 with them, but the canonical form of every successor costs about what the
+    12.5 % fewer states save (67.6 against 65.6 CPU s, measured in session 15), so the checker skips it there.
+    Skipping it is always sound: symmetry only merges states; it never adds a verdict.
     """
     return len(set(send_levels)) < len(send_levels)
 
