@@ -103,11 +103,13 @@ class Violation:
     steps: list[Step] = field(default_factory=list)  # the same path, replayed with concrete names
     cycle_ids: list[int] = field(default_factory=list)  # liveness: the loop, from the lasso's knot back to it
     cycle_steps: list[Step] = field(default_factory=list)
+    shortest: bool = True  # found by breadth-first search (a sweep finds a path, not always a shortest one)
 
     def format(self) -> str:
         lines = [f"VIOLATION of {self.prop} ({self.kind}): {self.explanation}"]
         if self.steps:
-            lines.append(f"shortest path from the initial state ({len(self.steps)} actions):")
+            lines.append(f"{'shortest path' if self.shortest else 'a path (sweep order: not always the shortest)'}"
+                         f" from the initial state ({len(self.steps)} actions):")
         elif not self.cycle_steps:
             lines.append("the initial state itself violates it")
         lines.extend("  " + step.text() for step in self.steps)
@@ -146,6 +148,7 @@ class StateGraph:
         self._fair_ids: dict[tuple | None, int] = {}
         self.pending = bytearray()
         self.terminal = bytearray()
+        self.terminal_count: int | None = None  # a sweep counts its terminal states instead (model/sweep.py)
         self.generated = 0  # successor states computed, duplicates included (for the collision estimate)
         self.edge_count = 0  # edges between distinct states (merged per target and fairness class)
         self.acyclic = False  # every edge lowered spec.progress_rank: no cycle, and no edges were kept
@@ -157,6 +160,10 @@ class StateGraph:
 
     def __len__(self) -> int:
         return len(self.parent)
+
+    @property
+    def terminal_states(self) -> int:
+        return sum(self.terminal) if self.terminal_count is None else self.terminal_count
 
     @property
     def expanded(self) -> int:
@@ -240,6 +247,8 @@ class CheckResult:
     workers: int = 1  # processes that expanded states (model/parallel.py); 1: this one
     worker_peak_rss_mb: float = 0.0  # the largest worker's peak resident memory (workers > 1)
     worker_cpu_seconds: float = 0.0  # of all workers together, included in cpu_seconds (workers > 1)
+    sweep_layers: int = 0  # layers a sweep-line search opened (model/sweep.py); 0: breadth-first
+    sweep_peak_states: int = 0  # the most fingerprints its open layers held at once
     worker_expanded: int = 0  # states the workers expanded (workers > 1): past a stop, only the parts they began
     canon: Callable[[State], State] = field(default=identity, repr=False)  # the canonical form the graph holds
     renaming: Callable[[State], State] = field(default=identity, repr=False)  # its symmetry part (canonical or not)
@@ -274,7 +283,7 @@ class CheckResult:
 
     def stats(self) -> dict:
         return {"states": self.states, "edges": self.edges, "depth": self.depth,
-                "terminal_states": sum(self.graph.terminal), "generated": self.graph.generated,
+                "terminal_states": self.graph.terminal_states, "generated": self.graph.generated,
                 "seconds": round(self.seconds, 3), "cpu_seconds": round(self.cpu_seconds, 3),
                 "liveness_seconds": round(self.liveness_seconds, 3),
                 "states_per_second": round(self.states_per_second), "peak_rss_mb": round(self.peak_rss_mb, 1),
@@ -284,7 +293,7 @@ class CheckResult:
                 "symmetry": self.symmetry, "fairness": self.fairness, "acyclic": self.graph.acyclic,
                 "por": self.graph.por, "por_pruned": self.graph.por_pruned,
                 "retire": self.graph.retire, "compact": self.graph.compact,
-                "workers": self.workers, "worker_peak_rss_mb": round(self.worker_peak_rss_mb, 1),
+                "sweep_layers": self.sweep_layers, "sweep_peak_states": self.sweep_peak_states, "workers": self.workers, "worker_peak_rss_mb": round(self.worker_peak_rss_mb, 1),
                 "worker_cpu_seconds": round(self.worker_cpu_seconds, 3),
                 "stop": self.stop}
 
@@ -324,6 +333,7 @@ def check(
     retire: bool = True,
     compact: bool = True,
     workers: int = 1,
+    sweep: bool = False,
 ) -> CheckResult:
     """Explore every state reachable from the initial one; stop at the first violation or a limit.
 
@@ -344,6 +354,9 @@ def check(
     ``workers``: above 1, expand each BFS level in that many forked processes (model/parallel.py), same result;
     only for a search without edges, states or ``explore_after_violation`` (else ``ValueError``). If the graph
     turns out not to be acyclic, the search restarts serially with the edge store, as it does with one.
+    ``sweep``: explore in sweep-line order (model/sweep.py): memory for the open progress layers only, parent
+    pointers on disk; same states, edges and verdicts, a counterexample not always shortest. Same refusals as
+    ``workers``; not with ``workers`` > 1. An edge that raises the sweep key restarts it as a breadth-first search.
     """
     cfg.validate()
     options = dict(symmetry=symmetry, fairness=fairness, max_states=max_states, memory_mb=memory_mb,
@@ -353,8 +366,10 @@ def check(
                    retire=retire, compact=compact)
     if store_edges is None:
         store_edges = keep_states or cfg.put_failures is None
-    if workers > 1:
-        _parallel_refused(cfg, store_edges, keep_states, explore_after_violation)
+    if workers > 1 or sweep:
+        _parallel_refused(cfg, store_edges, keep_states, explore_after_violation, "sweep" if sweep else "workers > 1")
+        if sweep and workers > 1:
+            raise ValueError("a sweep runs in one process: sweep with workers > 1 is not built")
     # States are tuples of ints and bools: the search makes no reference cycles, and the cyclic collector's
     # passes over the frontier's live states cost about a tenth of the time. Off during the search only.
     collecting = gc.isenabled()
@@ -368,6 +383,13 @@ def check(
                     parallel = {k: v for k, v in options.items() if k not in
                                 ("explore_after_violation", "keep_states", "keep_states_until")}
                     return explore(cfg, workers=workers, **parallel)
+                if sweep:
+                    from .sweep import SweepKeyRose
+
+                    try:
+                        return _explore_sweep(cfg, **options)
+                    except SweepKeyRose:
+                        pass
                 return _explore(cfg, store_edges=False, **options)
             except _RankDidNotDrop:
                 pass
@@ -377,15 +399,17 @@ def check(
             gc.enable()
 
 
-def _parallel_refused(cfg: ModelConfig, store_edges: bool, keep_states: bool, explore_after_violation: int) -> None:
-    """Why ``workers`` > 1 cannot run this search (ValueError), if it cannot."""
+def _parallel_refused(cfg: ModelConfig, store_edges: bool, keep_states: bool, explore_after_violation: int,
+                      what: str = "workers > 1") -> None:
+    """Why ``workers`` > 1 (or a sweep, ``what``) cannot run this search (ValueError), if it cannot."""
     if keep_states or store_edges:
         why = ("unbounded put failures need the edge store and the SCC search" if cfg.put_failures is None
                else "it keeps states or edges (--graph, store_edges)")
-        raise ValueError(f"workers > 1 runs only searches whose graph is proven acyclic, without edges: {why}; "
-                         "use 1 worker")
+        instead = "use 1 worker" if what == "workers > 1" else "use breadth-first search"
+        raise ValueError(f"{what} runs only searches whose graph is proven acyclic, without edges: {why}; {instead}")
     if explore_after_violation:
-        raise ValueError("workers > 1 stops at the first violation: explore_after_violation needs 1 worker")
+        instead = "1 worker" if what == "workers > 1" else "breadth-first search"
+        raise ValueError(f"{what} stops at the first violation: explore_after_violation needs {instead}")
 
 
 def _then(first: Callable[[State], State], second: Callable[[State], State]) -> Callable[[State], State]:
@@ -401,6 +425,46 @@ def _then(first: Callable[[State], State], second: Callable[[State], State]) -> 
 
 class _RankDidNotDrop(Exception):
     """An edge that does not lower spec.progress_rank: the graph may have cycles, so edges are needed."""
+
+
+def _acyclic_search(cfg: ModelConfig, symmetry: bool, fairness: bool, collapse_ticks: bool, por: bool, retire: bool,
+                    compact: bool) -> tuple[StateGraph, CheckResult, Callable[[State], State], bool, bool]:
+    """The graph, result, canonical form, tick collapsing and POR switch of a search without edges, whose every
+    edge must lower the progress rank (model/parallel.py's and model/sweep.py's searches)."""
+    canon = renaming = canonical if symmetry and renamings_can_meet(cfg.send_levels) else identity
+    g = StateGraph(False)
+    g.acyclic = True
+    g.collapse_ticks = collapse = collapse_ticks and collapsible_ticks(cfg)
+    g.por = reduce = por and _por.applicable(cfg)
+    representative = _retire.reducer(cfg, retire, compact)
+    if representative is not None:
+        g.retire, g.compact = True, compact
+        canon = _then(representative, canon)
+    return g, CheckResult(cfg, symmetry, fairness, g, canon=canon, renaming=renaming), canon, collapse, reduce
+
+
+def _explore_sweep(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_states: int | None,
+                   memory_mb: float | None, max_seconds: float | None, progress: Callable[[int, int, int], None] | None,
+                   invariants: Callable[[State, ModelConfig], tuple[str, str] | None], collapse_ticks: bool, por: bool,
+                   retire: bool, compact: bool, **_bfs_only) -> CheckResult:
+    """The sweep-line search (model/sweep.py) with this module's graph, result and end of search."""
+    from .sweep import DiskColumn, SweepDepth, sweep
+
+    g, result, canon, collapse, reduce = _acyclic_search(cfg, symmetry, fairness, collapse_ticks, por, retire, compact)
+    g.parent, g.parent_action, g.depth = DiskColumn("i"), DiskColumn("H"), SweepDepth()
+    start = time.perf_counter()  # wall-clock ok: statistics and the time limit only
+    cpu_start = time.process_time()  # wall-clock ok: statistics only
+
+    def fail(prop: str, kind: str, why: str, sid: int) -> bool:
+        if result.violation is None:
+            result.violation = Violation(prop, kind, why, sid, g.path_to(sid), shortest=False)
+            result.stop = STOP_VIOLATION
+        return True
+
+    sweep(cfg, g, result, canon, symmetric=symmetry, collapse=collapse, reduce=reduce, invariants=invariants,
+          max_states=max_states, memory_mb=memory_mb, max_seconds=max_seconds, progress=progress, start=start,
+          rss_mb=rss_mb, fail=fail, stops=(STOP_STATES, STOP_MEMORY, STOP_TIME), rank_failure=_RankDidNotDrop)
+    return _finish(result, None, canon, symmetry, invariants, start, cpu_start)
 
 
 def _explore(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_states: int | None, memory_mb: float | None,
@@ -592,11 +656,12 @@ def _explore(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_states: in
     return _finish(result, seen, canon, symmetry, invariants, start, cpu_start)
 
 
-def _finish(result: CheckResult, seen: FingerprintSet, canon, symmetry: bool, invariants, start: float,
+def _finish(result: CheckResult, seen: FingerprintSet | None, canon, symmetry: bool, invariants, start: float,
             cpu_start: float, worker_cpu: float = 0.0) -> CheckResult:
     """The end of a search, serial or with workers (model/parallel.py): liveness on a complete graph, the
     counterexample replayed on concrete states, and the time and memory it all took."""
-    seen.release()  # the liveness search needs only the graph columns
+    if seen is not None:
+        seen.release()  # the liveness search needs only the graph columns
     if result.violation is None and result.complete:
         t0 = time.perf_counter()  # wall-clock ok: statistics only
         _check_liveness(result)
@@ -715,5 +780,13 @@ def format_stats(result: CheckResult) -> str:
             f"{', acyclic (no edges kept)' if result.graph.acyclic else ''}"
             f"{', partial-order reduction on' if result.graph.por else ''}"
             f"{f', {result.workers} workers (peak {result.worker_peak_rss_mb:.0f} MiB each)' if result.workers > 1 else ''}"
+            f"{_sweep_words(result)}"
             f"{', queues compacted' if result.graph.compact else ', persisted offsets retired' if result.graph.retire else ''}")
     return head + "\n" + body
+
+
+def _sweep_words(result: CheckResult) -> str:
+    if not result.sweep_layers:
+        return ""
+    return (f", sweep-line ({result.sweep_layers} layers, at most {result.sweep_peak_states} states held at once; "
+            f"depth = longest first path)")

@@ -40,11 +40,10 @@ from itertools import compress, islice
 from multiprocessing.connection import wait
 
 from . import por as _por
-from . import retire as _retire
 from .properties import check_safety, check_terminal, successor_safety
-from .spec import ModelConfig, collapsible_ticks, initial_state, is_pending, ranks_drop, successors
+from .spec import ModelConfig, initial_state, is_pending, ranks_drop, successors
 from .statestore import FingerprintSet, fingerprint, pack, unpack
-from .symmetry import canonical, identity, renamings_can_meet
+from .symmetry import identity
 
 PART = 1024  # expanded states per message from a worker
 _RANK = 1  # flags of an expanded state: its successors do not all lower spec.progress_rank
@@ -451,25 +450,14 @@ def explore(cfg: ModelConfig, *, workers: int, symmetry: bool, fairness: bool, m
         STOP_STATES,
         STOP_TIME,
         STOP_VIOLATION,
-        CheckResult,
-        StateGraph,
         Violation,
+        _acyclic_search,
         _finish,
         _RankDidNotDrop,
-        _then,
         rss_mb,
     )
 
-    canon = renaming = canonical if symmetry and renamings_can_meet(cfg.send_levels) else identity
-    g = StateGraph(False)
-    g.acyclic = True
-    g.collapse_ticks = collapse = collapse_ticks and collapsible_ticks(cfg)
-    g.por = reduce = por and _por.applicable(cfg)
-    representative = _retire.reducer(cfg, retire, compact)
-    if representative is not None:
-        g.retire, g.compact = True, compact
-        canon = _then(representative, canon)
-    result = CheckResult(cfg, symmetry, fairness, g, canon=canon, renaming=renaming)
+    g, result, canon, collapse, reduce = _acyclic_search(cfg, symmetry, fairness, collapse_ticks, por, retire, compact)
     result.workers = workers
     start = time.perf_counter()  # wall-clock ok: statistics and the time limit only
     cpu_start = time.process_time()  # wall-clock ok: statistics only

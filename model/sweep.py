@@ -1,0 +1,320 @@
+"""Sweep-line search: memory for the states of the progress layers still open, not for every state reached.
+
+Why: the breadth-first search keeps a fingerprint of every state it reached (12-16 bytes) and a parent
+pointer and action (6 bytes), about 21 bytes a state; m3/c1's 300-350 million states need 7 GB. But every
+edge of an acyclic search lowers ``spec.progress_rank``, and a coarse, monotone part of it can be read on
+the representatives themselves: ``sweep_key`` (budgets left, down or up, and the message flags and dead
+letters gained so far). The sweep-line method (Christensen, Kristensen and Mailund, TACAS 2001) explores the
+states layer by layer, highest key first; an edge never leads to a layer already done, so a done layer's
+fingerprints are dropped. What is held: the fingerprints of the open layers (the one being expanded and the
+lower ones its states reached), their frontiers packed (on disk past a few chunks), and the parent pointers
+on disk (``DiskColumn``), read back only to rebuild a counterexample. On m2/c1 the largest layer holds 13 % of
+the states.
+
+Why the key never rises along an edge (and the search checks it on every successor, raising
+``SweepKeyRose`` -- a mistake costs a restart as a breadth-first search, never a verdict): the crash and fault
+budgets only fall; the persist budget only falls (model/retire.py sets it to 0 once no crash can come, which
+no step undoes); a restart (down -> up) keeps the budgets, a crash spends one; a sent message, its done,
+dead and duplicated flags and the dead-letter queue are never taken back, by any step, by the symmetry
+renaming (it permutes the records) or by retire (it forgets offsets and processed copies, never a record).
+
+What differs from the breadth-first search: the same states, edges, terminal states and verdicts on a
+complete search (tests/model/test_sweep.py), but states are numbered in sweep order, a counterexample is a
+path from the initial state, not necessarily a shortest one, and ``depth`` is the longest path by which a
+state was first reached.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from array import array
+from collections.abc import Callable
+
+from . import por as _por
+from .properties import check_safety, check_terminal, successor_safety
+from .spec import Action, ModelConfig, State, initial_state, ranks_drop, successors
+from .statestore import CHUNK, FingerprintSet, Frontier, pack, unpack
+
+FLUSH_EVERY = 1 << 16  # parent pointers buffered in memory before they go to the file
+LOOSE_CHUNKS = 4  # chunks of a layer's frontier kept as objects; the rest packed to the layer's file
+
+
+class SweepKeyRose(Exception):
+    """An edge to a layer above its source's: the key is not monotone here, the search restarts as BFS."""
+
+
+def sweep_key(s: State) -> tuple[int, int, int, int, int]:
+    """The layer of a representative: compared as a tuple, it never rises along an edge (see the module)."""
+    gained = len(s[8])
+    for m in s[4]:
+        gained += (m[0] < 0) + m[1] + m[2] + m[3]
+    return (s[1], s[2], s[3], 0 if s[0] else 1, -gained)
+
+
+class DiskColumn:
+    """An append-only column of fixed-width ints in a temporary file, read back by index (``array``'s
+    ``append``, ``len`` and ``[i]``): a search's parent pointers cost disk, not memory."""
+
+    def __init__(self, typecode: str) -> None:
+        self.typecode = typecode
+        self.itemsize = array(typecode).itemsize
+        self.file = tempfile.TemporaryFile(prefix="rmqsim-sweep-")
+        self.flushed = 0
+        self.buffer = array(typecode)
+
+    def append(self, value: int) -> None:
+        self.buffer.append(value)
+        if len(self.buffer) >= FLUSH_EVERY:
+            # os.pwrite, not the file object's buffered write: ``__getitem__`` reads the OS file with os.pread
+            os.pwrite(self.file.fileno(), self.buffer.tobytes(), self.flushed * self.itemsize)
+            self.flushed += len(self.buffer)
+            self.buffer = array(self.typecode)
+
+    def __len__(self) -> int:
+        return self.flushed + len(self.buffer)
+
+    def __getitem__(self, i: int) -> int:
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError("column index out of range")
+        if i >= self.flushed:
+            return self.buffer[i - self.flushed]
+        one = array(self.typecode)
+        one.frombytes(os.pread(self.file.fileno(), self.itemsize, i * self.itemsize))
+        return one[0]
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held in memory (the file is not counted)."""
+        return len(self.buffer) * self.itemsize
+
+    def close(self) -> None:
+        self.file.close()
+
+
+class _SpillingFrontier(Frontier):
+    """A layer's FIFO: past ``LOOSE_CHUNKS`` chunks of objects, each packed chunk goes to the layer's file."""
+
+    def __init__(self) -> None:
+        super().__init__(CHUNK, LOOSE_CHUNKS * CHUNK)
+        self.file = None
+        self.spilled = 0  # bytes written (the file is never rewound: it is dropped with the layer)
+
+    def push(self, state) -> None:
+        self.tail.append(state)
+        if len(self.tail) < self.chunk:
+            return
+        if self.loose_count + self.chunk <= self.loose:
+            self.loose_count += self.chunk
+            self.chunks.append(self.tail)
+        else:
+            blob = pack(self.tail)
+            if self.file is None:
+                self.file = tempfile.TemporaryFile(prefix="rmqsim-sweep-")
+            os.pwrite(self.file.fileno(), blob, self.spilled)
+            self.chunks.append((self.spilled, len(blob)))
+            self.spilled += len(blob)
+        self.tail = []
+
+    def pop(self):
+        if self.pos >= len(self.head):
+            if self.chunks:
+                chunk = self.chunks.popleft()
+                if isinstance(chunk, tuple):
+                    self.head = unpack(os.pread(self.file.fileno(), chunk[1], chunk[0]))
+                else:
+                    self.loose_count -= len(chunk)
+                    self.head = chunk
+            elif self.tail:
+                self.head, self.tail = self.tail, []
+            else:
+                return None
+            self.pos = 0
+        state = self.head[self.pos]
+        self.pos += 1
+        return state
+
+    def close(self) -> None:
+        if self.file is not None:
+            self.file.close()
+
+
+class Layer:
+    """The open layer of one key: its fingerprints (local ids), its FIFO of states, and per state in FIFO order
+    the global id and the depth it was reached at."""
+
+    __slots__ = ("key", "number", "seen", "frontier", "ids", "depths", "popped")
+
+    def __init__(self, key: tuple, number: int) -> None:
+        self.key = key
+        self.number = number  # unique among the layers of one search (edges are merged per target)
+        self.seen = FingerprintSet(1 << 10)
+        self.frontier = _SpillingFrontier()
+        self.ids = array("I")
+        self.depths = array("H")
+        self.popped = 0
+
+    def nbytes(self) -> int:
+        return self.seen.nbytes + len(self.ids) * 4 + len(self.depths) * 2 + self.frontier.nbytes
+
+    def close(self) -> None:
+        self.seen.release()
+        self.frontier.close()
+
+
+class SweepDepth:
+    """``StateGraph.depth``'s reading for a sweep: the longest path by which a state was first reached."""
+
+    def __init__(self) -> None:
+        self.deepest = 0
+        self.nbytes = 0
+
+    def max(self) -> int:
+        return self.deepest
+
+
+def sweep(cfg: ModelConfig, g, result, canon: Callable[[State], State], *, symmetric: bool, collapse: bool,
+          reduce: bool, invariants, max_states: int | None, memory_mb: float | None, max_seconds: float | None,
+          progress: Callable[[int, int, int], None] | None, start: float, rss_mb: Callable[[], float],
+          fail: Callable[[str, str, str, int], bool], stops: tuple[str, str, str],
+          rank_failure: type[Exception]) -> None:
+    """Explore from the initial state in sweep order, filling ``g``'s columns and ``result`` (the checker's
+    StateGraph and CheckResult); ``fail`` records the first violation (True: stop). Raises ``rank_failure`` at an
+    edge that does not lower ``spec.progress_rank``, ``SweepKeyRose`` at one that raises ``sweep_key``."""
+    stop_states, stop_memory, stop_time = stops
+    parent, parent_action = g.parent, g.parent_action
+    depth = g.depth
+    layers: dict[tuple, Layer] = {}
+    numbers = iter(range(1 << 62))
+    aid_of: dict[int, tuple[Action, int]] = {}
+    incremental_safety = invariants is check_safety
+    safe_successor = successor_safety(cfg)
+    generated = pruned = edge_count = terminal = 0
+    held = peak_held = 1  # fingerprints in the open layers (the initial state's first)
+    held_mb = 0.0
+
+    def layer_of(key: tuple) -> Layer:
+        layer = layers.get(key)
+        if layer is None:
+            layer = layers[key] = Layer(key, next(numbers))
+        return layer
+
+    s0 = canon(initial_state(cfg))
+    first = layer_of(sweep_key(s0))
+    first.seen.get_or_add(hash(s0) or 1, 0)
+    first.ids.append(0)
+    first.depths.append(0)
+    first.frontier.push(s0)
+    parent.append(-1)
+    parent_action.append(0xFFFF)
+    bad = invariants(s0, cfg)
+    stop = bad is not None and fail(bad[0], "safety", bad[1], 0)
+    check_every = 2048
+    next_check = check_every
+    while layers and not stop:
+        key = max(layers)
+        layer = layers[key]
+        ids, depths = layer.ids, layer.depths
+        while not stop:
+            state = layer.frontier.pop()
+            if state is None:
+                break
+            sid, at_depth = ids[layer.popped], depths[layer.popped]
+            layer.popped += 1
+            succ = successors(state, cfg, symmetric, collapse)
+            generated += len(succ)
+            if not ranks_drop(state, succ):
+                raise rank_failure
+            if reduce:
+                full = len(succ)
+                succ = _por.reduce(state, cfg, succ)
+                pruned += full - len(succ)
+            if not succ:
+                terminal += 1
+                bad = check_terminal(state, cfg)
+                if bad is not None and fail(bad[0], "deadlock" if bad[0] == "deadlock" else "terminal", bad[1], sid):
+                    stop = True
+                    break
+            safe_parent = incremental_safety and result.violation is None
+            state_msgs, state_dlq = state[4], state[8]
+            keys: set = set()
+            for action, nxt in succ:
+                c = canon(nxt)
+                known = aid_of.get(id(action))
+                if known is not None and known[0] is action:
+                    aid = known[1]
+                else:
+                    aid = g.action_id(action)
+                    aid_of[id(action)] = (action, aid)
+                if c[4] is state_msgs and c[8] is state_dlq and c[0] is state[0] and c[1] == state[1] \
+                        and c[2] == state[2] and c[3] == state[3]:
+                    target = layer  # nothing the key reads changed
+                else:
+                    ckey = sweep_key(c)
+                    if ckey > key:
+                        raise SweepKeyRose(f"{action.text()} leads from layer {key} to layer {ckey}")
+                    target = layer if ckey == key else layer_of(ckey)
+                fp = hash(c) or 1
+                j = target.seen.get_or_add(fp, len(target.seen))
+                if j < 0:
+                    j = len(target.seen) - 1
+                    held += 1
+                    if held > peak_held:
+                        peak_held = held
+                    new_id = len(parent)
+                    parent.append(sid)
+                    parent_action.append(aid)
+                    target.ids.append(new_id)
+                    target.depths.append(at_depth + 1)
+                    if at_depth + 1 > depth.deepest:
+                        depth.deepest = at_depth + 1
+                    target.frontier.push(c)
+                    if safe_parent:
+                        bad = None if safe_successor(state, c) else check_safety(c, cfg)
+                    else:
+                        bad = invariants(c, cfg)
+                    if bad is not None and fail(bad[0], "safety", bad[1], new_id):
+                        edge_count += 1
+                        stop = True
+                        break
+                edge = (j << 20 | target.number) << 16 | g.action_fair_id[aid]
+                if edge in keys:
+                    continue
+                keys.add(edge)
+                edge_count += 1
+            if len(parent) >= next_check:
+                next_check = len(parent) + check_every
+                held_mb = max(held_mb, (sum(lv.nbytes() for lv in layers.values()) + parent.nbytes
+                                        + parent_action.nbytes) / 2**20)
+                if progress is not None:
+                    progress(len(parent), depth.deepest, sum(len(lv.ids) - lv.popped for lv in layers.values()))
+                mem = rss_mb()
+                result.peak_rss_mb = max(result.peak_rss_mb, mem)
+                limit = None
+                if max_states is not None and len(parent) >= max_states:
+                    limit = stop_states
+                elif memory_mb is not None and mem >= memory_mb:
+                    limit = stop_memory
+                elif max_seconds is not None and time.perf_counter() - start >= max_seconds:  # wall-clock ok
+                    limit = stop_time
+                if limit is not None:
+                    if result.violation is None:
+                        result.stop = limit
+                    stop = True
+        if not stop:
+            del layers[key]
+            held -= len(layer.seen)
+            layer.close()
+    for layer in layers.values():
+        layer.close()
+    result.store_mb = held_mb
+    g.generated = generated
+    g.edge_count = edge_count
+    g.por_pruned = pruned
+    g.terminal_count = terminal
+    result.sweep_layers = next(numbers)
+    result.sweep_peak_states = peak_held
+
