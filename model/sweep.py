@@ -38,7 +38,8 @@ from .spec import Action, ModelConfig, State, initial_state, ranks_drop, success
 from .statestore import CHUNK, FingerprintSet, Frontier, pack, unpack
 
 FLUSH_EVERY = 1 << 16  # parent pointers buffered in memory before they go to the file
-LOOSE_CHUNKS = 4  # chunks of a layer's frontier kept as objects; the rest packed to the layer's file
+LOOSE_CHUNKS = 4  # chunks of an open layer's frontier kept as objects; the rest packed to the layer's file
+CURRENT_LOOSE_CHUNKS = 32  # the same for the layer being expanded (its states come back soon: packing them is waste)
 
 
 class SweepKeyRose(Exception):
@@ -151,7 +152,7 @@ class Layer:
     def __init__(self, key: tuple, number: int) -> None:
         self.key = key
         self.number = number  # unique among the layers of one search (edges are merged per target)
-        self.seen = FingerprintSet(1 << 10)
+        self.seen = FingerprintSet(1 << 14)
         self.frontier = _SpillingFrontier()
         self.ids = array("I")
         self.depths = array("H")
@@ -217,6 +218,7 @@ def sweep(cfg: ModelConfig, g, result, canon: Callable[[State], State], *, symme
     while layers and not stop:
         key = max(layers)
         layer = layers[key]
+        layer.frontier.loose = CURRENT_LOOSE_CHUNKS * CHUNK
         ids, depths = layer.ids, layer.depths
         while not stop:
             state = layer.frontier.pop()
@@ -258,9 +260,24 @@ def sweep(cfg: ModelConfig, g, result, canon: Callable[[State], State], *, symme
                         raise SweepKeyRose(f"{action.text()} leads from layer {key} to layer {ckey}")
                     target = layer if ckey == key else layer_of(ckey)
                 fp = hash(c) or 1
-                j = target.seen.get_or_add(fp, len(target.seen))
+                seen = target.seen
+                fps, slots, capacity = seen.fps, seen.slots, seen.capacity
+                slot = fp % capacity  # FingerprintSet.get_or_add's probe, inlined as in the checker
+                while True:
+                    v = slots[slot]
+                    if v == 0:
+                        j = -1
+                        break
+                    if fps[v - 1] == fp:
+                        j = v - 1
+                        break
+                    slot += 1
+                    if slot == capacity:
+                        slot = 0
                 if j < 0:
-                    j = len(target.seen) - 1
+                    j = len(fps)
+                    slots = None  # insert may grow the table: let it free the old slots
+                    seen.insert(slot, fp, j)
                     held += 1
                     if held > peak_held:
                         peak_held = held
