@@ -130,3 +130,13 @@ def test_a_spilling_frontier_is_a_fifo_through_its_file(monkeypatch):
         out.append(s)
     assert out == states
     frontier.close()
+
+
+def test_a_counterexample_is_read_back_from_the_parent_pointers_on_disk(monkeypatch):
+    """Parent pointers flushed every 3 states: the trace is rebuilt from the file, and is the model's path."""
+    monkeypatch.setattr(sweep_module, "FLUSH_EVERY", 3)
+    cfg = ModelConfig(messages=2, levels=1, max_retries=0, crashes=1, put_failures=0, persist_points=1,
+                      crash_kinds=("process",), mutants=frozenset({"offset_from_task_start"}))
+    swept = check(cfg, sweep=True)
+    assert swept.violation is not None and swept.violation.state_id > 3 and len(swept.violation.steps) > 3
+    _same_search(check(cfg), swept)
