@@ -39,6 +39,7 @@ from .statestore import CHUNK, FingerprintSet, Frontier, pack, unpack
 
 FLUSH_EVERY = 1 << 16  # parent pointers buffered in memory before they go to the file
 LOOSE_CHUNKS = 4  # chunks of an open layer's frontier kept as objects; the rest packed to the layer's file
+TRIM_AT = 1 << 16  # expanded states whose ids and depths the layer being expanded forgets at once (half at least)
 CURRENT_LOOSE_CHUNKS = 32  # the same for the layer being expanded (its states come back soon: packing them is waste)
 
 
@@ -224,8 +225,13 @@ def sweep(cfg: ModelConfig, g, result, canon: Callable[[State], State], *, symme
             state = layer.frontier.pop()
             if state is None:
                 break
-            sid, at_depth = ids[layer.popped], depths[layer.popped]
-            layer.popped += 1
+            popped = layer.popped
+            if popped >= TRIM_AT and popped + popped >= len(ids):  # drop the expanded states' ids and depths
+                del ids[:popped]
+                del depths[:popped]
+                popped = 0
+            sid, at_depth = ids[popped], depths[popped]
+            layer.popped = popped + 1
             succ = successors(state, cfg, symmetric, collapse)
             generated += len(succ)
             if not ranks_drop(state, succ):

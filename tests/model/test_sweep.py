@@ -23,6 +23,7 @@ def _same_search(bfs, swept):
         assert (swept.states, swept.edges, swept.graph.generated) == (bfs.states, bfs.edges, bfs.graph.generated)
         assert swept.graph.terminal_states == bfs.graph.terminal_states
         assert swept.sweep_peak_states <= swept.states
+        assert swept.depth >= bfs.depth  # a first path is no shorter than a shortest one
         return
     v = swept.violation
     assert not v.shortest and "not always the shortest" in v.format()
@@ -140,3 +141,12 @@ def test_a_counterexample_is_read_back_from_the_parent_pointers_on_disk(monkeypa
     swept = check(cfg, sweep=True)
     assert swept.violation is not None and swept.violation.state_id > 3 and len(swept.violation.steps) > 3
     _same_search(check(cfg), swept)
+
+
+def test_forgetting_the_expanded_states_ids_changes_nothing(monkeypatch):
+    monkeypatch.setattr(sweep_module, "TRIM_AT", 2)
+    cfg = ModelConfig(messages=1, levels=2, max_retries=1, crashes=1)
+    _same_search(check(cfg), check(cfg, sweep=True))
+    bad = ModelConfig(messages=2, levels=1, max_retries=0, crashes=1, put_failures=0, persist_points=1,
+                      crash_kinds=("process",), mutants=frozenset({"offset_from_task_start"}))
+    _same_search(check(bad), check(bad, sweep=True))
