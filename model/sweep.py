@@ -38,9 +38,11 @@ from .spec import Action, ModelConfig, State, initial_state, ranks_drop, success
 from .statestore import CHUNK, FingerprintSet, Frontier, pack, unpack
 
 FLUSH_EVERY = 1 << 16  # parent pointers buffered in memory before they go to the file
-LOOSE_CHUNKS = 4  # chunks of an open layer's frontier kept as objects; the rest packed to the layer's file
+SPILL_CHUNK = 1024  # states a layer's frontier packs at once (a smaller tail of objects in each open layer)
 TRIM_AT = 1 << 16  # expanded states whose ids and depths the layer being expanded forgets at once (half at least)
-CURRENT_LOOSE_CHUNKS = 32  # the same for the layer being expanded (its states come back soon: packing them is waste)
+CURRENT_LOOSE = 32 * CHUNK  # states the layer being expanded keeps as objects (they come back soon); the other
+# open layers keep none: each full chunk of theirs is packed to the layer's file (m3/c1 at 12.1 million states:
+# 373 MiB resident, against 440 MiB with 4 chunks of 4 096 objects in each open layer)
 
 
 class SweepKeyRose(Exception):
@@ -98,10 +100,11 @@ class DiskColumn:
 
 
 class _SpillingFrontier(Frontier):
-    """A layer's FIFO: past ``LOOSE_CHUNKS`` chunks of objects, each packed chunk goes to the layer's file."""
+    """A layer's FIFO: past ``loose`` states held as objects (none until the layer is expanded), each packed chunk
+    goes to the layer's file."""
 
     def __init__(self) -> None:
-        super().__init__(CHUNK, LOOSE_CHUNKS * CHUNK)
+        super().__init__(SPILL_CHUNK, 0)
         self.file = None
         self.spilled = 0  # bytes written (the file is never rewound: it is dropped with the layer)
 
@@ -219,7 +222,7 @@ def sweep(cfg: ModelConfig, g, result, canon: Callable[[State], State], *, symme
     while layers and not stop:
         key = max(layers)
         layer = layers[key]
-        layer.frontier.loose = CURRENT_LOOSE_CHUNKS * CHUNK
+        layer.frontier.loose = CURRENT_LOOSE
         ids, depths = layer.ids, layer.depths
         while not stop:
             state = layer.frontier.pop()

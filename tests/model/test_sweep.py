@@ -117,9 +117,9 @@ def test_a_disk_column_reads_back_what_was_appended(values, flush_every):
 
 
 def test_a_spilling_frontier_is_a_fifo_through_its_file(monkeypatch):
-    monkeypatch.setattr(sweep_module, "CHUNK", 3)
-    monkeypatch.setattr(sweep_module, "LOOSE_CHUNKS", 1)
+    monkeypatch.setattr(sweep_module, "SPILL_CHUNK", 3)
     frontier = sweep_module._SpillingFrontier()
+    frontier.loose = 3  # one chunk of objects, the rest in the file
     states = [(True, i, (i, i + 1), ()) for i in range(20)]
     out = []
     for i, s in enumerate(states):
