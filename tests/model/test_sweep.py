@@ -150,3 +150,26 @@ def test_forgetting_the_expanded_states_ids_changes_nothing(monkeypatch):
     bad = ModelConfig(messages=2, levels=1, max_retries=0, crashes=1, put_failures=0, persist_points=1,
                       crash_kinds=("process",), mutants=frozenset({"offset_from_task_start"}))
     _same_search(check(bad), check(bad, sweep=True))
+
+
+def test_a_lower_layers_entries_come_back_in_order_through_its_file(monkeypatch):
+    """What reaches a layer below the one being expanded waits in its file, duplicates included, in order."""
+    monkeypatch.setattr(sweep_module, "SPILL_CHUNK", 4)
+    layer = sweep_module.Layer((0, 0, 0, 0, 0), 7)
+    cfg = ModelConfig(messages=2, levels=2, max_retries=1, crashes=0)
+    s = initial_state(cfg)
+    sent = []
+    for i in range(11):
+        entry = (s, -(2**63) + i if i % 2 else 2**62 + i, i - 1, i % 3, i)
+        layer.append(*entry)
+        sent.append(entry)
+        moves = successors(s, cfg)
+        s = moves[-1][1] if moves else s
+    layer.append(*sent[3])  # a duplicate
+    sent.append(sent[3])
+    assert layer.pending == 12 and layer.written > 0
+    back = []
+    while (chunk := layer.read_chunk()) is not None:
+        back.extend(chunk)
+    assert back == sent and layer.pending == 0
+    layer.close()
