@@ -248,7 +248,7 @@ class CheckResult:
     worker_peak_rss_mb: float = 0.0  # the largest worker's peak resident memory (workers > 1)
     worker_cpu_seconds: float = 0.0  # of all workers together, included in cpu_seconds (workers > 1)
     sweep_layers: int = 0  # layers a sweep-line search opened (model/sweep.py); 0: breadth-first
-    sweep_peak_states: int = 0  # the most fingerprints its open layers held at once
+    sweep_peak_states: int = 0  # the most fingerprints it held at once (the layer being expanded's)
     worker_expanded: int = 0  # states the workers expanded (workers > 1): past a stop, only the parts they began
     canon: Callable[[State], State] = field(default=identity, repr=False)  # the canonical form the graph holds
     renaming: Callable[[State], State] = field(default=identity, repr=False)  # its symmetry part (canonical or not)
@@ -293,7 +293,8 @@ class CheckResult:
                 "symmetry": self.symmetry, "fairness": self.fairness, "acyclic": self.graph.acyclic,
                 "por": self.graph.por, "por_pruned": self.graph.por_pruned,
                 "retire": self.graph.retire, "compact": self.graph.compact,
-                "sweep_layers": self.sweep_layers, "sweep_peak_states": self.sweep_peak_states, "workers": self.workers, "worker_peak_rss_mb": round(self.worker_peak_rss_mb, 1),
+                "sweep_layers": self.sweep_layers, "sweep_peak_states": self.sweep_peak_states,
+                "workers": self.workers, "worker_peak_rss_mb": round(self.worker_peak_rss_mb, 1),
                 "worker_cpu_seconds": round(self.worker_cpu_seconds, 3),
                 "stop": self.stop}
 
@@ -354,8 +355,8 @@ def check(
     ``workers``: above 1, expand each BFS level in that many forked processes (model/parallel.py), same result;
     only for a search without edges, states or ``explore_after_violation`` (else ``ValueError``). If the graph
     turns out not to be acyclic, the search restarts serially with the edge store, as it does with one.
-    ``sweep``: explore in sweep-line order (model/sweep.py): memory for the open progress layers only, parent
-    pointers on disk; same states, edges and verdicts, a counterexample not always shortest. Same refusals as
+    ``sweep``: explore in sweep-line order (model/sweep.py): fingerprints of the progress layer being expanded
+    only, the rest and the parent pointers on disk; same states, edges and verdicts, a counterexample not always shortest. Same refusals as
     ``workers``; not with ``workers`` > 1. An edge that raises the sweep key restarts it as a breadth-first search.
     """
     cfg.validate()
@@ -788,5 +789,5 @@ def format_stats(result: CheckResult) -> str:
 def _sweep_words(result: CheckResult) -> str:
     if not result.sweep_layers:
         return ""
-    return (f", sweep-line ({result.sweep_layers} layers, at most {result.sweep_peak_states} states held at once; "
+    return (f", sweep-line ({result.sweep_layers} layers, at most {result.sweep_peak_states} fingerprints held at once; "
             f"depth = longest first path)")

@@ -42,11 +42,10 @@ from .spec import Action, ModelConfig, State, initial_state, ranks_drop, success
 from .statestore import CHUNK, FingerprintSet, Frontier, pack, unpack
 
 FLUSH_EVERY = 1 << 16  # parent pointers buffered in memory before they go to the file
-SPILL_CHUNK = 1024  # states a layer's frontier packs at once (a smaller tail of objects in each open layer)
+SPILL_CHUNK = 1024  # entries (or states) a layer packs to its file at once: the objects a waiting layer holds
 TRIM_AT = 1 << 16  # expanded states whose ids and depths the layer being expanded forgets at once (half at least)
-CURRENT_LOOSE = 32 * CHUNK  # states the layer being expanded keeps as objects (they come back soon); the other
-# open layers keep none: each full chunk of theirs is packed to the layer's file (m3/c1 at 12.1 million states:
-# 373 MiB resident, against 440 MiB with 4 chunks of 4 096 objects in each open layer)
+CURRENT_LOOSE = 32 * CHUNK  # states the layer being expanded keeps as objects in its frontier (they come back
+# soon); past that its frontier is packed to its file too
 
 
 class SweepKeyRose(Exception):
@@ -104,11 +103,11 @@ class DiskColumn:
 
 
 class _SpillingFrontier(Frontier):
-    """A layer's FIFO: past ``loose`` states held as objects (none until the layer is expanded), each packed chunk
-    goes to the layer's file."""
+    """The FIFO of the layer being expanded: past ``CURRENT_LOOSE`` states held as objects, each packed chunk goes
+    to a file, not to memory."""
 
     def __init__(self) -> None:
-        super().__init__(SPILL_CHUNK, 0)
+        super().__init__(SPILL_CHUNK, CURRENT_LOOSE)
         self.file = None
         self.spilled = 0  # bytes written (the file is never rewound: it is dropped with the layer)
 
@@ -213,7 +212,6 @@ class Layer:
         """Make it the layer being expanded."""
         self.seen = FingerprintSet(1 << 14)
         self.frontier = _SpillingFrontier()
-        self.frontier.loose = CURRENT_LOOSE
 
     def nbytes(self) -> int:
         held = len(self.ids) * 4 + len(self.depths) * 2

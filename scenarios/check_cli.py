@@ -103,8 +103,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="expand each BFS level in N processes (model/parallel.py; same result as 1), only on searches "
                         "whose graph is proven acyclic: not with --graph or --put-failures inf (1)")
     p.add_argument("--sweep", action="store_true",
-                   help="explore in sweep-line order (model/sweep.py): fingerprints of the open progress layers only, "
-                        "parent pointers on disk; same states, edges and verdicts, a counterexample not always the "
+                   help="explore in sweep-line order (model/sweep.py): fingerprints of the progress layer being "
+                        "expanded only, the rest and the parent pointers on disk; same states, edges and verdicts, a counterexample not always the "
                         "shortest; not with --graph, --workers or --put-failures inf")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.add_argument("--json", action="store_true", help="print one JSON document")
