@@ -315,6 +315,18 @@ def rss_mb() -> float:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def limit_reached(states: int, mem_mb: float, start: float, max_states: int | None, memory_mb: float | None,
+                  max_seconds: float | None) -> str | None:
+    """The limit a search with ``states`` states, ``mem_mb`` resident and started at ``start`` has reached, if any."""
+    if max_states is not None and states >= max_states:
+        return STOP_STATES
+    if memory_mb is not None and mem_mb >= memory_mb:
+        return STOP_MEMORY
+    if max_seconds is not None and time.perf_counter() - start >= max_seconds:  # wall-clock ok
+        return STOP_TIME
+    return None
+
+
 def check(
     cfg: ModelConfig,
     *,
@@ -464,7 +476,7 @@ def _explore_sweep(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_stat
 
     sweep(cfg, g, result, canon, symmetric=symmetry, collapse=collapse, reduce=reduce, invariants=invariants,
           max_states=max_states, memory_mb=memory_mb, max_seconds=max_seconds, progress=progress, start=start,
-          rss_mb=rss_mb, fail=fail, stops=(STOP_STATES, STOP_MEMORY, STOP_TIME), rank_failure=_RankDidNotDrop)
+          fail=fail)
     return _finish(result, None, canon, symmetry, invariants, start, cpu_start)
 
 
@@ -637,16 +649,10 @@ def _explore(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_states: in
             next_check = len(parent) + check_every
             if progress is not None:
                 progress(len(parent), depth[i - 1], len(parent) - i)
-            limit = None
             mem = rss_mb()
             result.peak_rss_mb = max(result.peak_rss_mb, mem)
             result.store_mb = max(result.store_mb, (seen.nbytes + g.nbytes() + frontier.nbytes) / 2**20)
-            if max_states is not None and len(parent) >= max_states:
-                limit = STOP_STATES
-            elif memory_mb is not None and mem >= memory_mb:
-                limit = STOP_MEMORY
-            elif max_seconds is not None and time.perf_counter() - start >= max_seconds:  # wall-clock ok
-                limit = STOP_TIME
+            limit = limit_reached(len(parent), mem, start, max_states, memory_mb, max_seconds)
             if limit is not None:
                 if result.violation is None:
                     result.stop = limit

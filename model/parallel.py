@@ -446,14 +446,12 @@ def explore(cfg: ModelConfig, *, workers: int, symmetry: bool, fairness: bool, m
             por: bool, retire: bool, compact: bool):
     """model/checker.py's ``_explore`` with ``store_edges=False`` and ``explore_after_violation=0``, on workers."""
     from .checker import (
-        STOP_MEMORY,
-        STOP_STATES,
-        STOP_TIME,
         STOP_VIOLATION,
         Violation,
         _acyclic_search,
         _finish,
         _RankDidNotDrop,
+        limit_reached,
         rss_mb,
     )
 
@@ -594,13 +592,8 @@ def explore(cfg: ModelConfig, *, workers: int, symmetry: bool, fairness: bool, m
                                 mem = rss_mb()
                                 result.peak_rss_mb = max(result.peak_rss_mb, mem)
                                 result.store_mb = max(result.store_mb, (seen.nbytes + g.nbytes()) / 2**20)
-                                limit = None
-                                if max_states is not None and len(parent) >= max_states:
-                                    limit = STOP_STATES
-                                elif memory_mb is not None and mem + sum(_rss_mb_of(p.pid) for p in procs) >= memory_mb:
-                                    limit = STOP_MEMORY
-                                elif max_seconds is not None and time.perf_counter() - start >= max_seconds:  # wall-clock ok
-                                    limit = STOP_TIME
+                                total_mb = mem + sum(_rss_mb_of(p.pid) for p in procs) if memory_mb is not None else mem
+                                limit = limit_reached(len(parent), total_mb, start, max_states, memory_mb, max_seconds)
                                 if limit is not None:
                                     result.stop = limit
                                     stop = True

@@ -277,22 +277,29 @@ class Frontier:
                 self.loose_count += self.chunk
                 self.chunks.append(self.tail)
             else:
-                blob = pack(self.tail)
-                self.nbytes += len(blob)
-                self.chunks.append(blob)
+                self.chunks.append(self._stored(pack(self.tail)))
             self.tail = []
+
+    def _stored(self, blob: bytes):
+        """Where a packed chunk is kept (here: in memory, the blob itself)."""
+        self.nbytes += len(blob)
+        return blob
+
+    def _loaded(self, chunk) -> list:
+        """The states of a chunk ``_stored`` kept."""
+        self.nbytes -= len(chunk)
+        return unpack(chunk)
 
     def pop(self):
         """The oldest state, or None when empty."""
         if self.pos >= len(self.head):
             if self.chunks:
                 chunk = self.chunks.popleft()
-                if isinstance(chunk, bytes):
-                    self.nbytes -= len(chunk)
-                    self.head = unpack(chunk)
-                else:
+                if isinstance(chunk, list):
                     self.loose_count -= len(chunk)
                     self.head = chunk
+                else:
+                    self.head = self._loaded(chunk)
             elif self.tail:
                 self.head, self.tail = self.tail, []
             else:

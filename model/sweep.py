@@ -31,7 +31,6 @@ from __future__ import annotations
 import os
 import pickle
 import tempfile
-import time
 from array import array
 from collections import deque
 from collections.abc import Callable
@@ -111,39 +110,16 @@ class _SpillingFrontier(Frontier):
         self.file = None
         self.spilled = 0  # bytes written (the file is never rewound: it is dropped with the layer)
 
-    def push(self, state) -> None:
-        self.tail.append(state)
-        if len(self.tail) < self.chunk:
-            return
-        if self.loose_count + self.chunk <= self.loose:
-            self.loose_count += self.chunk
-            self.chunks.append(self.tail)
-        else:
-            blob = pack(self.tail)
-            if self.file is None:
-                self.file = tempfile.TemporaryFile(prefix="rmqsim-sweep-")
-            os.pwrite(self.file.fileno(), blob, self.spilled)
-            self.chunks.append((self.spilled, len(blob)))
-            self.spilled += len(blob)
-        self.tail = []
+    def _stored(self, blob: bytes) -> tuple[int, int]:
+        if self.file is None:
+            self.file = tempfile.TemporaryFile(prefix="rmqsim-sweep-")
+        os.pwrite(self.file.fileno(), blob, self.spilled)
+        self.spilled += len(blob)
+        return self.spilled - len(blob), len(blob)
 
-    def pop(self):
-        if self.pos >= len(self.head):
-            if self.chunks:
-                chunk = self.chunks.popleft()
-                if isinstance(chunk, tuple):
-                    self.head = unpack(os.pread(self.file.fileno(), chunk[1], chunk[0]))
-                else:
-                    self.loose_count -= len(chunk)
-                    self.head = chunk
-            elif self.tail:
-                self.head, self.tail = self.tail, []
-            else:
-                return None
-            self.pos = 0
-        state = self.head[self.pos]
-        self.pos += 1
-        return state
+    def _loaded(self, chunk: tuple[int, int]) -> list:
+        offset, length = chunk
+        return unpack(os.pread(self.file.fileno(), length, offset))
 
     def close(self) -> None:
         if self.file is not None:
@@ -240,18 +216,19 @@ class SweepDepth:
 
 def sweep(cfg: ModelConfig, g, result, canon: Callable[[State], State], *, symmetric: bool, collapse: bool,
           reduce: bool, invariants, max_states: int | None, memory_mb: float | None, max_seconds: float | None,
-          progress: Callable[[int, int, int], None] | None, start: float, rss_mb: Callable[[], float],
-          fail: Callable[[str, str, str, int], bool], stops: tuple[str, str, str],
-          rank_failure: type[Exception]) -> None:
+          progress: Callable[[int, int, int], None] | None, start: float,
+          fail: Callable[[str, str, str, int], bool]) -> None:
     """Explore from the initial state in sweep order, filling ``g``'s columns and ``result`` (the checker's
-    StateGraph and CheckResult); ``fail`` records the first violation (True: stop). Raises ``rank_failure`` at an
-    edge that does not lower ``spec.progress_rank``, ``SweepKeyRose`` at one that raises ``sweep_key``.
+    StateGraph and CheckResult); ``fail`` records the first violation (True: stop). Raises the checker's
+    ``_RankDidNotDrop`` at an edge that does not lower ``spec.progress_rank``, ``SweepKeyRose`` at one that raises
+    ``sweep_key``.
 
     A state gets its id (and its parent pointer) when its layer accepts it: at once in the layer being expanded,
     else when that layer is expanded and reads it back first. Its safety is judged where it is generated (every
     copy sent to a lower layer is judged; a violating one is accepted at once). Edges are merged per source by the
     target's fingerprint and the action's fairness class, as BFS merges them by target id."""
-    stop_states, stop_memory, stop_time = stops
+    from .checker import _RankDidNotDrop, limit_reached, rss_mb
+
     parent, parent_action = g.parent, g.parent_action
     depth = g.depth
     layers: dict[tuple, Layer] = {}
@@ -333,7 +310,7 @@ def sweep(cfg: ModelConfig, g, result, canon: Callable[[State], State], *, symme
             succ = successors(state, cfg, symmetric, collapse)
             generated += len(succ)
             if not ranks_drop(state, succ):
-                raise rank_failure
+                raise _RankDidNotDrop
             if reduce:
                 full = len(succ)
                 succ = _por.reduce(state, cfg, succ)
@@ -413,13 +390,7 @@ def sweep(cfg: ModelConfig, g, result, canon: Callable[[State], State], *, symme
                              sum(lv.pending + len(lv.ids) - lv.popped for lv in layers.values()))
                 mem = rss_mb()
                 result.peak_rss_mb = max(result.peak_rss_mb, mem)
-                limit = None
-                if max_states is not None and len(parent) >= max_states:
-                    limit = stop_states
-                elif memory_mb is not None and mem >= memory_mb:
-                    limit = stop_memory
-                elif max_seconds is not None and time.perf_counter() - start >= max_seconds:  # wall-clock ok
-                    limit = stop_time
+                limit = limit_reached(len(parent), mem, start, max_states, memory_mb, max_seconds)
                 if limit is not None:
                     if result.violation is None:
                         result.stop = limit
