@@ -421,3 +421,15 @@ def test_whatif_categorical_parameter_is_grouped_points_and_means_have_normal_in
     sweep_plots.plot_metric(ax, data, "duplicates_per_message", "broker.era")
     xs = {c.get_label(): list(c.lines[0].get_xdata()) for c in ax.containers if c.get_label().startswith("group")}
     assert set(xs) == {"group GroupA", "group GroupB"} and xs["group GroupA"][0] < xs["group GroupB"][0] < 1
+
+
+@pytest.mark.parametrize("sweep", [False, True], ids=["bfs", "sweep"])
+def test_a_check_report_says_how_the_states_were_explored(tmp_path, capsys, sweep):
+    from scenarios.check_cli import check_main
+
+    assert check_main(["--messages", "1", "--crashes", "0", "--json", "--no-progress"] + (["--sweep"] if sweep else [])) == 0
+    (tmp_path / "check.json").write_text(capsys.readouterr().out, encoding="utf-8")
+    write_report(str(tmp_path), str(tmp_path / "report.html"))
+    html = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert ("explored in sweep-line order" in html) == sweep
+    assert ("explored breadth-first" in html) != sweep
