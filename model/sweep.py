@@ -1,4 +1,4 @@
-"""Sweep-line search: memory for the states of the progress layers still open, not for every state reached.
+"""Sweep-line search: fingerprints of one progress layer in memory, not of every state reached.
 
 Why: the breadth-first search keeps a fingerprint of every state it reached (12-16 bytes) and a parent
 pointer and action (6 bytes), about 21 bytes a state; m3/c1's 300-350 million states need 7 GB. But every
