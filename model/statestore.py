@@ -69,6 +69,20 @@ class FingerprintSet:
             if slot == capacity:
                 slot = 0
 
+    def empty_slot(self, fp: int) -> int:
+        """The empty slot where ``fp`` would go (for ``insert``), or -1 when it is already there."""
+        slots, fps, capacity = self.slots, self.fps, self.capacity
+        slot = fp % capacity
+        while True:
+            v = slots[slot]
+            if v == 0:
+                return slot
+            if fps[v - 1] == fp:
+                return -1
+            slot += 1
+            if slot == capacity:
+                slot = 0
+
     def get_or_add(self, fp: int, sid: int) -> int:
         """The id stored for ``fp``; when absent, store it under ``sid`` (the next id) and return -1."""
         slots, fps, capacity = self.slots, self.fps, self.capacity

@@ -128,16 +128,13 @@ class _SpillingFrontier(Frontier):
 
 class Layer:
     """One key's layer. While below the one being expanded it holds no fingerprint: what reaches it is appended to
-    its file as entries (state, fingerprint, parent id, action id, depth), duplicates included (delayed duplicate detection, as
-    in external-memory BFS). Once expanded, ``seen`` holds its fingerprints and ``frontier`` (with ``ids`` and
-    ``depths`` in FIFO order) the states it accepted and has not expanded yet."""
+    its file as entries (state, fingerprint, parent id, action id, depth), duplicates included (delayed duplicate
+    detection, as in external-memory BFS). Once expanded, ``seen`` holds its fingerprints and ``frontier`` (with
+    ``ids`` and ``depths`` in FIFO order) the states it accepted and has not expanded yet."""
 
-    __slots__ = ("key", "number", "file", "written", "chunks", "entries", "pending", "seen", "frontier", "ids",
-                 "depths", "popped")
+    __slots__ = ("file", "written", "chunks", "entries", "pending", "seen", "frontier", "ids", "depths", "popped")
 
-    def __init__(self, key: tuple, number: int) -> None:
-        self.key = key
-        self.number = number
+    def __init__(self) -> None:
         self.file = None
         self.written = 0  # bytes
         self.chunks: deque[tuple[int, int]] = deque()  # (offset, length) of each packed chunk of entries
@@ -232,7 +229,7 @@ def sweep(cfg: ModelConfig, g, result, canon: Callable[[State], State], *, symme
     parent, parent_action = g.parent, g.parent_action
     depth = g.depth
     layers: dict[tuple, Layer] = {}
-    numbers = iter(range(1 << 62))
+    opened = 0  # layers
     aid_of: dict[int, tuple[Action, int]] = {}
     incremental_safety = invariants is check_safety
     safe_successor = successor_safety(cfg)
@@ -241,9 +238,11 @@ def sweep(cfg: ModelConfig, g, result, canon: Callable[[State], State], *, symme
     held_mb = 0.0
 
     def layer_of(key: tuple) -> Layer:
+        nonlocal opened
         layer = layers.get(key)
         if layer is None:
-            layer = layers[key] = Layer(key, next(numbers))
+            layer = layers[key] = Layer()
+            opened += 1
         return layer
 
     def accept(layer: Layer, state: State, fp: int, slot: int, from_id: int, aid: int, at_depth: int) -> int:
@@ -258,20 +257,6 @@ def sweep(cfg: ModelConfig, g, result, canon: Callable[[State], State], *, symme
             depth.deepest = at_depth
         layer.frontier.push(state)
         return new_id
-
-    def probe(seen: FingerprintSet, fp: int) -> int:
-        """The empty slot where ``fp`` would go, or -1 when it is there (FingerprintSet.get_or_add's probe)."""
-        fps, slots, capacity = seen.fps, seen.slots, seen.capacity
-        slot = fp % capacity
-        while True:
-            v = slots[slot]
-            if v == 0:
-                return slot
-            if fps[v - 1] == fp:
-                return -1
-            slot += 1
-            if slot == capacity:
-                slot = 0
 
     s0 = canon(initial_state(cfg))
     first = layer_of(sweep_key(s0))
@@ -292,7 +277,7 @@ def sweep(cfg: ModelConfig, g, result, canon: Callable[[State], State], *, symme
                 if entries is None:
                     break
                 for state, fp, from_id, aid, at_depth in entries:
-                    slot = probe(seen, fp)
+                    slot = seen.empty_slot(fp)
                     if slot >= 0:
                         accept(layer, state, fp, slot, from_id, aid, at_depth)
                 if len(seen) > peak_held:
@@ -347,7 +332,7 @@ def sweep(cfg: ModelConfig, g, result, canon: Callable[[State], State], *, symme
                         raise SweepKeyRose(f"{action.text()} leads from layer {key} to layer {ckey}")
                 if ckey == key:
                     fps, slots, capacity = seen.fps, seen.slots, seen.capacity
-                    slot = fp % capacity  # probe(seen, fp), inlined: the hottest path
+                    slot = fp % capacity  # seen.empty_slot(fp), inlined: the hottest path
                     while True:
                         v = slots[slot]
                         if v == 0:
@@ -405,5 +390,5 @@ def sweep(cfg: ModelConfig, g, result, canon: Callable[[State], State], *, symme
     g.edge_count = edge_count
     g.por_pruned = pruned
     g.terminal_count = terminal
-    result.sweep_layers = next(numbers)
+    result.sweep_layers = opened
     result.sweep_peak_states = peak_held

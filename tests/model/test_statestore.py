@@ -49,9 +49,10 @@ def test_an_insert_at_the_probes_empty_slot_is_found_across_growth():
         slot = fp % fps.capacity
         while fps.slots[slot]:
             slot = slot + 1 if slot + 1 < fps.capacity else 0
+        assert fps.empty_slot(fp) == slot  # the sweep's probe (model/sweep.py) ends where the inlined one does
         grew += fps.insert(slot, fp, sid)
         assert same.get_or_add(fp, sid) == -1
-        assert fps.get(fp) == sid
+        assert fps.get(fp) == sid and fps.empty_slot(fp) == -1
     assert grew > 5 and fps.capacity == same.capacity and fps.slots == same.slots
     with pytest.raises(ValueError, match="dense"):
         fps.insert(0, 7, 3)

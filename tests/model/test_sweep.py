@@ -155,7 +155,7 @@ def test_forgetting_the_expanded_states_ids_changes_nothing(monkeypatch):
 def test_a_lower_layers_entries_come_back_in_order_through_its_file(monkeypatch):
     """What reaches a layer below the one being expanded waits in its file, duplicates included, in order."""
     monkeypatch.setattr(sweep_module, "SPILL_CHUNK", 4)
-    layer = sweep_module.Layer((0, 0, 0, 0, 0), 7)
+    layer = sweep_module.Layer()
     cfg = ModelConfig(messages=2, levels=2, max_retries=1, crashes=0)
     s = initial_state(cfg)
     sent = []
@@ -173,3 +173,20 @@ def test_a_lower_layers_entries_come_back_in_order_through_its_file(monkeypatch)
         back.extend(chunk)
     assert back == sent and layer.pending == 0
     layer.close()
+
+
+def test_a_sweep_that_cannot_run_says_so_on_the_command_line(monkeypatch, capsys):
+    """A planted rising key: the CLI's search runs breadth-first and says why, with the same verdict."""
+    real = sweep_module.sweep_key
+    monkeypatch.setattr(sweep_module, "sweep_key", lambda s: (-real(s)[4],))
+    assert check_main(["--messages", "1", "--crashes", "1", "--sweep", "--no-progress"]) == 0
+    captured = capsys.readouterr()
+    assert "--sweep not used" in captured.err and "3294 states" in captured.out and "sweep-line" not in captured.out
+
+
+def test_an_edge_that_does_not_lower_the_rank_sends_the_sweep_to_the_edge_store(monkeypatch):
+    """A planted rank failure inside the sweep: the search runs again with edges and the SCC search, as BFS does."""
+    monkeypatch.setattr(sweep_module, "ranks_drop", lambda state, succ: False)
+    r = check(ModelConfig(messages=1, levels=2, max_retries=1, crashes=0), sweep=True)
+    assert r.sweep_layers == 0 and not r.graph.acyclic and r.holds
+    assert r.verdict() == check(ModelConfig(messages=1, levels=2, max_retries=1, crashes=0)).verdict()
