@@ -24,7 +24,8 @@ _IDENTITY = [list(range(n)) for n in range(13)]  # the order that renames nothin
 
 def _first_copies(s: State, n: int) -> list[int]:
     """The messages in the order of their first stored copy (levels, TopicTest, %RETRY%G, %DLQ%G), done as soon
-    as all ``n`` are found (most states: the scan stops in the levels)."""
+    as all ``n`` are found (most states: the scan stops in the levels). Three loops, not one over a chain of the
+    three: the chain's lists are built in full and cost 1.7x (300 000 m3/c1 successors: 0.32-0.40 against 0.53-0.73 s)."""
     order: list[int] = []
     for lv in s[5]:
         for e in lv[0]:
