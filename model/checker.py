@@ -368,8 +368,10 @@ def check(
     only for a search without edges, states or ``explore_after_violation`` (else ``ValueError``). If the graph
     turns out not to be acyclic, the search restarts serially with the edge store, as it does with one.
     ``sweep``: explore in sweep-line order (model/sweep.py): fingerprints of the progress layer being expanded
-    only, the rest and the parent pointers on disk; same states, edges and verdicts, a counterexample not always shortest. Same refusals as
-    ``workers``; not with ``workers`` > 1. An edge that raises the sweep key restarts it as a breadth-first search.
+    only, the rest and the parent pointers on disk; same states, edges and verdicts, a counterexample not always
+    shortest. Same refusals as ``workers``; with ``workers`` > 1, on that many peer processes, each owning a part
+    of the fingerprints (model/sweep_workers.py). An edge that raises the sweep key restarts it as a breadth-first
+    search (serial).
     """
     cfg.validate()
     options = dict(symmetry=symmetry, fairness=fairness, max_states=max_states, memory_mb=memory_mb,
@@ -381,8 +383,6 @@ def check(
         store_edges = keep_states or cfg.put_failures is None
     if workers > 1 or sweep:
         _parallel_refused(cfg, store_edges, keep_states, explore_after_violation, "sweep" if sweep else "workers > 1")
-        if sweep and workers > 1:
-            raise ValueError("a sweep runs in one process: sweep with workers > 1 is not built")
     # States are tuples of ints and bools: the search makes no reference cycles, and the cyclic collector's
     # passes over the frontier's live states cost about a tenth of the time. Off during the search only.
     collecting = gc.isenabled()
@@ -390,7 +390,7 @@ def check(
     try:
         if not store_edges:
             try:
-                if workers > 1:
+                if workers > 1 and not sweep:
                     from .parallel import explore
 
                     parallel = {k: v for k, v in options.items() if k not in
@@ -400,7 +400,7 @@ def check(
                     from .sweep import SweepKeyRose
 
                     try:
-                        return _explore_sweep(cfg, **options)
+                        return _explore_sweep(cfg, workers=workers, **options)
                     except SweepKeyRose:
                         pass
                 return _explore(cfg, store_edges=False, **options)
@@ -459,9 +459,11 @@ def _acyclic_search(cfg: ModelConfig, symmetry: bool, fairness: bool, collapse_t
 def _explore_sweep(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_states: int | None,
                    memory_mb: float | None, max_seconds: float | None, progress: Callable[[int, int, int], None] | None,
                    invariants: Callable[[State, ModelConfig], tuple[str, str] | None], collapse_ticks: bool, por: bool,
-                   retire: bool, compact: bool, **_bfs_only) -> CheckResult:
-    """The sweep-line search (model/sweep.py) with this module's graph, result and end of search."""
+                   retire: bool, compact: bool, workers: int = 1, **_bfs_only) -> CheckResult:
+    """The sweep-line search (model/sweep.py, or model/sweep_workers.py with ``workers`` > 1) with this module's
+    graph, result and end of search."""
     from .sweep import DiskColumn, SweepDepth, sweep
+    from .sweep_workers import sweep_on_peers
 
     g, result, canon, collapse, reduce = _acyclic_search(cfg, symmetry, fairness, collapse_ticks, por, retire, compact)
     g.parent, g.parent_action, g.depth = DiskColumn("i"), DiskColumn("H"), SweepDepth()
@@ -474,9 +476,14 @@ def _explore_sweep(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_stat
             result.stop = STOP_VIOLATION
         return True
 
-    sweep(cfg, g, result, canon, symmetric=symmetry, collapse=collapse, reduce=reduce, invariants=invariants,
-          max_states=max_states, memory_mb=memory_mb, max_seconds=max_seconds, progress=progress, start=start,
-          fail=fail)
+    search = dict(symmetric=symmetry, collapse=collapse, reduce=reduce, invariants=invariants, max_states=max_states,
+                  memory_mb=memory_mb, max_seconds=max_seconds, progress=progress, start=start, fail=fail)
+    if workers > 1:
+        peers_cpu = sweep_on_peers(cfg, g, result, canon, workers=workers, **search)
+        _finish(result, None, canon, symmetry, invariants, start, cpu_start, peers_cpu)
+        result.worker_cpu_seconds = peers_cpu
+        return result
+    sweep(cfg, g, result, canon, **search)
     return _finish(result, None, canon, symmetry, invariants, start, cpu_start)
 
 

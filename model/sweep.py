@@ -73,10 +73,14 @@ class DiskColumn:
     def append(self, value: int) -> None:
         self.buffer.append(value)
         if len(self.buffer) >= FLUSH_EVERY:
-            # os.pwrite, not the file object's buffered write: ``__getitem__`` reads the OS file with os.pread
-            os.pwrite(self.file.fileno(), self.buffer.tobytes(), self.flushed * self.itemsize)
-            self.flushed += len(self.buffer)
-            self.buffer = array(self.typecode)
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the buffer out (os.pwrite, not the file object's buffered write: ``__getitem__`` reads the OS
+        file with os.pread, here or in another process that shares the descriptor)."""
+        os.pwrite(self.file.fileno(), self.buffer.tobytes(), self.flushed * self.itemsize)
+        self.flushed += len(self.buffer)
+        self.buffer = array(self.typecode)
 
     def __len__(self) -> int:
         return self.flushed + len(self.buffer)
@@ -126,6 +130,23 @@ class _SpillingFrontier(Frontier):
             self.file.close()
 
 
+def encode_entries(entries: list[tuple]) -> bytes:
+    """Layer entries (state, fingerprint, parent id, action id, depth) as one blob: the states packed, the rest
+    as columns."""
+    states, fps, parents, aids, depths = zip(*entries, strict=True)
+    return pickle.dumps((pack(list(states)), array("q", fps).tobytes(), array("i", parents).tobytes(),
+                         array("H", aids).tobytes(), array("H", depths).tobytes()), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def decode_entries(blob: bytes) -> list[tuple]:
+    """``encode_entries`` read back."""
+    packed, *raws = pickle.loads(blob)
+    columns = [array("q"), array("i"), array("H"), array("H")]
+    for column, raw in zip(columns, raws, strict=True):
+        column.frombytes(raw)
+    return list(zip(unpack(packed), *columns, strict=True))
+
+
 class Layer:
     """One key's layer. While below the one being expanded it holds no fingerprint: what reaches it is appended to
     its file as entries (state, fingerprint, parent id, action id, depth), duplicates included (delayed duplicate
@@ -154,10 +175,7 @@ class Layer:
             self._spill()
 
     def _spill(self) -> None:
-        states, fps, parents, aids, depths = zip(*self.entries, strict=True)
-        blob = pickle.dumps((pack(list(states)), array("q", fps).tobytes(), array("i", parents).tobytes(),
-                             array("H", aids).tobytes(), array("H", depths).tobytes()),
-                            protocol=pickle.HIGHEST_PROTOCOL)
+        blob = encode_entries(self.entries)
         if self.file is None:
             self.file = tempfile.TemporaryFile(prefix="rmqsim-sweep-")
         os.pwrite(self.file.fileno(), blob, self.written)
@@ -169,11 +187,7 @@ class Layer:
         """The oldest entries not read yet (a packed chunk, else the last ones), or None."""
         if self.chunks:
             offset, length = self.chunks.popleft()
-            packed, *raws = pickle.loads(os.pread(self.file.fileno(), length, offset))
-            columns = [array("q"), array("i"), array("H"), array("H")]
-            for column, raw in zip(columns, raws, strict=True):
-                column.frombytes(raw)
-            entries = list(zip(unpack(packed), *columns, strict=True))
+            entries = decode_entries(os.pread(self.file.fileno(), length, offset))
         elif self.entries:
             entries, self.entries = self.entries, []
         else:

@@ -100,12 +100,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force-graph", action="store_true",
                    help="write --graph whatever its size (every state is kept in memory)")
     p.add_argument("--workers", type=int, default=1, metavar="N",
-                   help="expand each BFS level in N processes (model/parallel.py; same result as 1), only on searches "
-                        "whose graph is proven acyclic: not with --graph or --put-failures inf (1)")
+                   help="expand each BFS level in N processes (model/parallel.py; same result as 1), or with --sweep "
+                        "run the sweep on N peer processes (model/sweep_workers.py); only on searches whose graph is "
+                        "proven acyclic: not with --graph or --put-failures inf (1)")
     p.add_argument("--sweep", action="store_true",
                    help="explore in sweep-line order (model/sweep.py): fingerprints of the progress layer being "
-                        "expanded only, the rest and the parent pointers on disk; same states, edges and verdicts, a counterexample not always the "
-                        "shortest; not with --graph, --workers or --put-failures inf")
+                        "expanded only, the rest and the parent pointers on disk; same states, edges and verdicts, a "
+                        "counterexample not always the shortest; not with --graph or --put-failures inf")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
@@ -140,15 +141,16 @@ def run(args: argparse.Namespace) -> int:
     if args.workers > 1 and cfg.put_failures is None:
         raise BadInput("--workers runs only searches whose graph is proven acyclic: not with --put-failures inf "
                        "(it needs the edge store and the SCC search)")
-    if args.sweep and (args.graph or args.workers > 1 or cfg.put_failures is None):
-        raise BadInput("--sweep runs only in one process, on searches without edges or states, whose graph is proven "
-                       "acyclic: not with --graph, --workers or --put-failures inf")
+    if args.sweep and (args.graph or cfg.put_failures is None):
+        raise BadInput("--sweep runs only searches without edges or states, whose graph is proven acyclic: not with "
+                       "--graph or --put-failures inf")
     limits["workers"] = args.workers
     limits["sweep"] = args.sweep
     with _progress_bar(not args.no_progress) as progress:
         result = check(cfg, symmetry=not args.no_symmetry, progress=progress, explore_after_violation=after,
                        collapse_ticks=not args.no_tick_collapse, por=args.por, **_retire_options(args), **keep, **limits)
-    _say_if_serial(args.workers, result)
+    if not args.sweep:
+        _say_if_serial(args.workers, result)
     _say_if_not_swept(args.sweep, result)
     other: CheckResult | None = None
     if args.compare_symmetry:
@@ -200,7 +202,7 @@ def _say_if_not_swept(sweep: bool, result: CheckResult) -> None:
     """--sweep asked for, but an edge raised the sweep key or did not lower the rank: the search ran as BFS."""
     if sweep and not result.sweep_layers:
         print("rmqsim check: --sweep not used: an edge did not lower the sweep key or the progress rank, so the "
-              "search ran again breadth-first", file=sys.stderr)
+              "search ran again breadth-first, in one process", file=sys.stderr)
 
 
 def _retire_options(args: argparse.Namespace) -> dict:

@@ -1,0 +1,117 @@
+"""The sweep on peer processes (model/sweep_workers.py): what breadth-first search finds, in N processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from model import sweep_workers
+from model.checker import STOP_STATES, check
+from model.spec import ModelConfig, initial_state
+from model.sweep import decode_entries, encode_entries
+from scenarios.check_cli import check_main
+
+from .test_reductions import CASES, DEFAULTS, LONG_DEFAULTS, _tiered
+from .test_sweep import _same_search
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+M1C1 = ModelConfig(messages=1, levels=2, max_retries=1, crashes=1)
+
+
+@pytest.mark.parametrize("case", _tiered(CASES) + _tiered(DEFAULTS, LONG_DEFAULTS))
+def test_two_peers_find_the_states_edges_and_verdicts_of_breadth_first_search(case):
+    cfg, _name = case
+    peers = check(cfg, max_states=300_000, sweep=True, workers=2)
+    assert peers.workers == 2
+    _same_search(check(cfg, max_states=300_000), peers)
+
+
+@pytest.mark.parametrize("workers", [3, 5])
+def test_more_peers_too(workers):
+    r = check(M1C1, sweep=True, workers=workers)
+    assert r.holds and (r.states, r.edges, r.graph.terminal_states) == (3294, 7977, 22)
+    assert r.worker_expanded == r.states  # each state expanded once, by its owner or by the peer that asked
+
+
+def test_a_search_on_peers_is_the_same_every_time():
+    """Rounds make it deterministic: the same counterexample (ids, actions) and depth, run after run."""
+    cfg = ModelConfig(messages=2, levels=2, max_retries=1, crashes=1, mutants=frozenset({"commit_max_offset"}))
+    runs = [check(cfg, sweep=True, workers=2) for _ in range(2)]
+    assert runs[0].violation is not None
+    first, second = (r.violation for r in runs)
+    assert first.path_ids == second.path_ids and first.format() == second.format()
+    assert runs[0].depth == runs[1].depth and runs[0].states == runs[1].states
+
+
+def test_the_initial_state_is_id_0_whoever_owns_it():
+    """A violation in the initial state (planted: an invariant that flags every state) is reported at id 0, with
+    an empty path, also when a peer other than the first owns it."""
+    s0 = check(M1C1, max_states=1).canon(initial_state(M1C1))
+    not_first = [n for n in range(2, 9) if sweep_workers.owner(hash(s0) or 1, n) != 0]
+    assert not_first  # else this test would not test what it says
+    r = check(M1C1, sweep=True, workers=not_first[0], invariants=lambda s, cfg: ("planted", "every state"))
+    assert r.violation is not None and r.violation.state_id == 0 and r.violation.path_ids == [0]
+
+
+def test_a_limit_stops_the_peers_and_says_so():
+    r = check(ModelConfig(messages=2, levels=2, max_retries=1, crashes=1), max_states=5_000, sweep=True, workers=2)
+    assert r.stop == STOP_STATES and r.verdict() == "incomplete" and r.states >= 5_000
+
+
+def test_a_key_that_rises_in_a_peer_sends_the_search_back_to_breadth_first(monkeypatch):
+    real = sweep_workers.sweep_key
+    monkeypatch.setattr(sweep_workers, "sweep_key", lambda s: (-real(s)[4],))
+    r = check(M1C1, sweep=True, workers=2)
+    assert r.sweep_layers == 0 and r.workers == 1 and r.holds and r.states == 3294
+
+
+def test_an_edge_that_does_not_lower_the_rank_in_a_peer_sends_the_search_to_the_edge_store(monkeypatch):
+    monkeypatch.setattr(sweep_workers, "ranks_drop", lambda state, succ: False)
+    r = check(ModelConfig(messages=1, levels=2, max_retries=1, crashes=0), sweep=True, workers=2)
+    assert r.sweep_layers == 0 and not r.graph.acyclic and r.holds
+
+
+def test_a_python_error_in_a_peer_is_raised_with_its_traceback(monkeypatch):
+    """A bug in a peer is a simulator error, never a verdict."""
+    def broken(*_args):
+        raise ZeroDivisionError("planted")
+
+    monkeypatch.setattr(sweep_workers, "check_terminal", broken)
+    with pytest.raises(RuntimeError, match="ZeroDivisionError: planted"):
+        check(M1C1, sweep=True, workers=2)
+
+
+def test_lower_layer_files_come_back_in_order_and_are_removed(tmp_path, monkeypatch):
+    monkeypatch.setattr(sweep_workers, "SPILL_CHUNK", 5)
+    entries = [((i, (i, i + 1)), i * 7 + 1, i - 1, i % 3, i) for i in range(12)]
+    out = sweep_workers._Outgoing(str(tmp_path / "k-0-1"))
+    for entry in entries:
+        out.append(entry)
+    out.spill()
+    other = sweep_workers._Outgoing(str(tmp_path / "k-1-1"))
+    other.append(entries[0])
+    other.spill()
+    incoming = sweep_workers._Incoming([str(tmp_path / "k-0-1"), str(tmp_path / "k-9-1"), str(tmp_path / "k-1-1")])
+    back = []
+    while (chunk := incoming.read()) is not None:
+        back.extend(chunk)
+    assert back == entries + entries[:1]
+    assert not os.listdir(tmp_path)  # read to its end, a file is gone
+    assert decode_entries(encode_entries(entries)) == entries
+
+
+def test_the_cli_flag_end_to_end_under_another_hash_seed():
+    env = {**os.environ, "PYTHONPATH": ROOT, "PYTHONHASHSEED": "4242"}
+    out = subprocess.run([sys.executable, "-m", "scenarios.check_cli", "--messages", "1", "--crashes", "1",
+                          "--mutant", "dlq_keeps_delay", "--sweep", "--workers", "2", "--json", "--no-progress"],
+                         capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    assert out.returncode == 1, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["stats"]["workers"] == 2 and doc["stats"]["sweep_layers"] > 0
+    assert doc["violation"]["property"] == check(ModelConfig(messages=1, crashes=1, levels=2, max_retries=1,
+                                                             mutants=frozenset({"dlq_keeps_delay"}))).violation.prop
+    assert check_main(["--messages", "1", "--crashes", "1", "--sweep", "--workers", "2", "--no-progress"]) == 0
