@@ -147,6 +147,7 @@ class _Peer:
         self.stats = {"generated": 0, "pruned": 0, "edges": 0, "terminal": 0, "expanded": 0, "deepest": 0}
         self.violation: tuple | None = None  # (id, prop, kind, why) of the first one this peer met
         self.seen: FingerprintSet | None = None
+        self.waiting = 0  # entries this peer sent to lower layers, less those it read back (a sum over peers)
 
     # --- lower layers ---
     def send_down(self, key: tuple, entry: tuple) -> None:
@@ -160,6 +161,7 @@ class _Peer:
         if out is None:
             out = by_owner[to] = _Outgoing(os.path.join(self.job["dir"], f"{_layer_name(key)}-{self.me}-{to}"))
         out.append(entry)
+        self.waiting += 1
 
     def flush_layer(self, key: tuple) -> None:
         """Write out what this peer holds for ``key`` (every owner's part): the owners read it next."""
@@ -270,6 +272,7 @@ class _Peer:
                 entries = self.incoming.read()
                 if entries is None:
                     break
+                self.waiting -= len(entries)
                 self._take(entries)
                 continue
             popped = self.popped
@@ -380,7 +383,8 @@ def _serve(conn, job: dict, me: int, parent: DiskColumn, parent_action: DiskColu
             if msg[0] == "round":
                 questions, answers, done = peer.round(msg[1], msg[2])
                 conn.send(("round", questions, answers, done, peer.new_keys, len(peer.parent), peer.violation,
-                           len(peer.seen), peer.stats["deepest"], rss_mb()))
+                           len(peer.seen), peer.stats["deepest"], rss_mb(),
+                           peer.waiting + len(peer.ids) - peer.popped))
                 peer.new_keys = set()
             elif msg[0] == "flush":
                 peer.flush_layer(msg[1])
@@ -484,10 +488,11 @@ def sweep_on_peers(cfg: ModelConfig, g, result, canon: Callable[[State], State],
                 for w, conn in enumerate(conns):
                     conn.send(("round", questions[w], answers[w]))
                 all_done = True
-                held = 0
+                held = waiting = 0
                 worker_mb = 0.0
                 for w, conn in enumerate(conns):
-                    _, asks, replies, done, new_keys, count, bad, seen_len, peer_deepest, peer_mb = _received(conn)
+                    _, asks, replies, done, new_keys, count, bad, seen_len, peer_deepest, peer_mb, peer_waiting = \
+                        _received(conn)
                     for o in range(workers):
                         questions[o][w] = asks[o]
                         answers[o][w] = replies[o]
@@ -495,6 +500,7 @@ def sweep_on_peers(cfg: ModelConfig, g, result, canon: Callable[[State], State],
                     keys |= new_keys
                     counts[w] = count
                     held += seen_len
+                    waiting += peer_waiting
                     worker_mb += peer_mb
                     deepest = max(deepest, peer_deepest)
                     if bad is not None and violation is None:
@@ -507,7 +513,7 @@ def sweep_on_peers(cfg: ModelConfig, g, result, canon: Callable[[State], State],
                 if total >= next_check:
                     next_check = total + check_every
                     if progress is not None:
-                        progress(total, deepest, 0)
+                        progress(total, deepest, waiting)
                     mem = rss_mb()
                     result.peak_rss_mb = max(result.peak_rss_mb, mem)
                     limit = limit_reached(total, mem + worker_mb, start, max_states, memory_mb, max_seconds)

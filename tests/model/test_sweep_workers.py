@@ -115,3 +115,12 @@ def test_the_cli_flag_end_to_end_under_another_hash_seed():
     assert doc["violation"]["property"] == check(ModelConfig(messages=1, crashes=1, levels=2, max_retries=1,
                                                              mutants=frozenset({"dlq_keeps_delay"}))).violation.prop
     assert check_main(["--messages", "1", "--crashes", "1", "--sweep", "--workers", "2", "--no-progress"]) == 0
+
+
+def test_the_progress_bar_hears_the_states_and_what_waits():
+    heard = []
+    check(ModelConfig(messages=2, levels=2, max_retries=1, crashes=1), max_states=20_000, sweep=True, workers=2,
+          progress=lambda states, depth, waiting: heard.append((states, depth, waiting)))
+    assert len(heard) >= 5
+    assert [h[0] for h in heard] == sorted(h[0] for h in heard)
+    assert all(waiting >= 0 for _s, _d, waiting in heard) and max(w for _s, _d, w in heard) > 0
