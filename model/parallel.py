@@ -428,6 +428,16 @@ class _Inbox:
                 self.done[k] = True
 
 
+def reap(procs: list, conns: list) -> None:
+    """End a search's processes (those still alive: stopped by an error) and close its pipes."""
+    for proc in procs:
+        if proc.is_alive():
+            proc.kill()  # only the processes this search started
+            proc.join()
+    for conn in conns:
+        conn.close()
+
+
 def _rss_mb_of(pid: int) -> float:
     try:
         with open(f"/proc/{pid}/statm", encoding="ascii") as f:
@@ -646,12 +656,7 @@ def explore(cfg: ModelConfig, *, workers: int, symmetry: bool, fairness: bool, m
         for proc in procs:
             proc.join()
     finally:
-        for proc in procs:
-            if proc.is_alive():
-                proc.kill()  # only the processes this search started
-                proc.join()
-        for conn in conns:
-            conn.close()
+        reap(procs, conns)
     _finish(result, seen, canon, symmetry, invariants, start, cpu_start, worker_cpu)
     result.worker_peak_rss_mb = worker_peak_mb
     result.worker_cpu_seconds = worker_cpu

@@ -36,6 +36,7 @@ from collections import deque
 from collections.abc import Callable
 
 from . import por as _por
+from .parallel import reap
 from .properties import check_safety, check_terminal, successor_safety
 from .spec import ModelConfig, State, initial_state, ranks_drop, successors
 from .statestore import FingerprintSet
@@ -127,8 +128,8 @@ class _Stop(Exception):
 
 class _Peer:
     """One owner's part of the sweep: the layer being expanded's fingerprints, frontier, ids and depths for the
-    states it owns, and its outgoing files. ``round`` is model/sweep.py's inner loop, with a successor owned by
-    another peer put in an outbox instead of the table."""
+    states it owns, and its outgoing files. ``round`` is model/sweep.py's inner loop, with a successor that another
+    peer owns asked of that peer instead of looked up in the table."""
 
     def __init__(self, job: dict, me: int, parent: DiskColumn, parent_action: DiskColumn) -> None:
         self.job = job
@@ -180,7 +181,6 @@ class _Peer:
         self.asked: list[deque] = [deque() for _ in range(self.peers)]  # per owner: batches of (state, depth) asked
         name = _layer_name(key)
         self.incoming = _Incoming([os.path.join(self.job["dir"], f"{name}-{w}-{self.me}") for w in range(self.peers)])
-        self.idle = False
 
     def accept(self, state: State, fp: int, slot: int, from_id: int, aid: int, at_depth: int) -> int:
         local = len(self.parent)
@@ -307,7 +307,7 @@ class _Peer:
                     fair, aid = known[1], known[2]
                 else:
                     local_aid = g.action_id(action)
-                    fair, aid = g.action_fair_id[local_aid], local_aid * peers + me  # see _action_code
+                    fair, aid = g.action_fair_id[local_aid], local_aid * peers + me  # see aid_of
                     if aid >= 0xFFFF:
                         raise OverflowError("too many distinct actions for 16-bit action codes")
                     aid_of[id(action)] = (action, fair, aid)
@@ -421,7 +421,7 @@ class _PeerColumn:
         peers = len(self.columns)
         w = self.by_rank[i % peers]
         value = self.columns[w][i // peers]
-        return self.translate(w, value) if self.translate is not None else value
+        return self.translate(value) if self.translate is not None else value
 
 
 def _received(conn) -> tuple:
@@ -538,16 +538,12 @@ def sweep_on_peers(cfg: ModelConfig, g, result, canon: Callable[[State], State],
         for proc in procs:
             proc.join()
     finally:
-        for proc in procs:
-            if proc.is_alive():
-                proc.kill()  # only the processes this search started
-                proc.join()
-        for conn in conns:
-            conn.close()
+        reap(procs, conns)
         shutil.rmtree(directory, ignore_errors=True)
     ranks = [(w - first) % workers for w in range(workers)]
     g.parent = _PeerColumn(parents, ranks)
-    g.parent_action = _PeerColumn(actions, ranks, lambda w, code: g.action_id(peer_actions[code % workers][code // workers]))
+    g.parent_action = _PeerColumn(actions, ranks,
+                                  lambda code: g.action_id(peer_actions[code % workers][code // workers]))
     g.depth = SweepDepth()
     g.depth.deepest = stats["deepest"]
     g.generated, g.edge_count, g.por_pruned = stats["generated"], stats["edges"], stats["pruned"]

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from model import sweep_workers
-from model.checker import STOP_STATES, check
+from model.checker import STOP_MEMORY, STOP_STATES, check, rss_mb
 from model.spec import ModelConfig, initial_state
 from model.sweep import decode_entries, encode_entries
 from scenarios.check_cli import check_main
@@ -104,17 +104,35 @@ def test_lower_layer_files_come_back_in_order_and_are_removed(tmp_path, monkeypa
     assert decode_entries(encode_entries(entries)) == entries
 
 
-def test_the_cli_flag_end_to_end_under_another_hash_seed():
-    env = {**os.environ, "PYTHONPATH": ROOT, "PYTHONHASHSEED": "4242"}
-    out = subprocess.run([sys.executable, "-m", "scenarios.check_cli", "--messages", "1", "--crashes", "1",
-                          "--mutant", "dlq_keeps_delay", "--sweep", "--workers", "2", "--json", "--no-progress"],
+def _cli_json(hash_seed: str, *args: str) -> tuple[int, dict]:
+    env = {**os.environ, "PYTHONPATH": ROOT, "PYTHONHASHSEED": hash_seed}
+    out = subprocess.run([sys.executable, "-m", "scenarios.check_cli", *args, "--json", "--no-progress"],
                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
-    assert out.returncode == 1, out.stderr
     doc = json.loads(out.stdout)
+    for timing in ("seconds", "cpu_seconds", "liveness_seconds", "states_per_second", "peak_rss_mb", "store_mb",
+                   "worker_peak_rss_mb", "worker_cpu_seconds"):
+        doc["stats"].pop(timing)
+    return out.returncode, doc
+
+
+def test_the_cli_flag_end_to_end_the_same_under_other_hash_seeds():
+    """Two fresh processes with different PYTHONHASHSEED: the same document, counterexample included."""
+    args = ("--messages", "2", "--crashes", "1", "--mutant", "commit_max_offset", "--sweep", "--workers", "2")
+    (code, doc), (code_again, doc_again) = _cli_json("4242", *args), _cli_json("7", *args)
+    assert code == code_again == 1
+    assert doc == doc_again
     assert doc["stats"]["workers"] == 2 and doc["stats"]["sweep_layers"] > 0
-    assert doc["violation"]["property"] == check(ModelConfig(messages=1, crashes=1, levels=2, max_retries=1,
-                                                             mutants=frozenset({"dlq_keeps_delay"}))).violation.prop
+    assert doc["violation"]["property"] == check(ModelConfig(messages=2, crashes=1, levels=2, max_retries=1,
+                                                             mutants=frozenset({"commit_max_offset"}))).violation.prop
     assert check_main(["--messages", "1", "--crashes", "1", "--sweep", "--workers", "2", "--no-progress"]) == 0
+
+
+def test_a_memory_limit_counts_the_peers():
+    """The peers' memory counts: a limit above what the parent holds, below the parent and its peers (forked
+    from it, each about as big), stops the search."""
+    limit = rss_mb() + 20
+    r = check(ModelConfig(messages=2, levels=2, max_retries=1, crashes=1), sweep=True, workers=2, memory_mb=limit)
+    assert r.stop == STOP_MEMORY and r.verdict() == "incomplete" and r.peak_rss_mb < limit
 
 
 def test_the_progress_bar_hears_the_states_and_what_waits():
