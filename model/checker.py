@@ -466,7 +466,6 @@ def _explore_sweep(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_stat
     from .sweep_workers import sweep_on_peers
 
     g, result, canon, collapse, reduce = _acyclic_search(cfg, symmetry, fairness, collapse_ticks, por, retire, compact)
-    g.parent, g.parent_action, g.depth = DiskColumn("i"), DiskColumn("H"), SweepDepth()
     start = time.perf_counter()  # wall-clock ok: statistics and the time limit only
     cpu_start = time.process_time()  # wall-clock ok: statistics only
 
@@ -478,11 +477,12 @@ def _explore_sweep(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_stat
 
     search = dict(symmetric=symmetry, collapse=collapse, reduce=reduce, invariants=invariants, max_states=max_states,
                   memory_mb=memory_mb, max_seconds=max_seconds, progress=progress, start=start, fail=fail)
-    if workers > 1:
+    if workers > 1:  # the peers' columns become the graph's
         peers_cpu = sweep_on_peers(cfg, g, result, canon, workers=workers, **search)
         _finish(result, None, canon, symmetry, invariants, start, cpu_start, peers_cpu)
         result.worker_cpu_seconds = peers_cpu
         return result
+    g.parent, g.parent_action, g.depth = DiskColumn("i"), DiskColumn("H"), SweepDepth()
     sweep(cfg, g, result, canon, **search)
     return _finish(result, None, canon, symmetry, invariants, start, cpu_start)
 
