@@ -3,17 +3,19 @@
 Why peers and not model/parallel.py's parent-and-slices: a sweep sends most successors to lower layers, and
 those need no decision from anyone (they are judged, packed and written where they are generated), so a parent
 that walks every successor would be the bottleneck. Here each peer *owns* the states whose fingerprint maps to it
-(``owner``): it alone holds their fingerprints, deduplicates them and expands them. A successor goes to its owner:
-in the layer being expanded, through the parent's pipes at the end of a round; in a lower layer, to a file named
-for (layer, writer, owner) in a shared directory, read by the owner when that layer opens.
+(``owner``): it alone holds their fingerprints, deduplicates them and numbers them. A successor in a lower layer
+goes to a file named for (layer, writer, owner) in a shared directory, read by the owner when that layer opens.
+A successor in the layer being expanded that another peer owns stays where it was made: its fingerprint, parent
+and action go to the owner as a question, and the owner's answer (an id, or -1 for a state it has) decides
+whether the asking peer expands it.
 
 Determinism: the peers work in rounds (bulk-synchronous): each expands at most ``ROUND`` states, then the parent
-collects every peer's outboxes and hands each owner what the others sent it, in peer order, with the next round.
+hands every peer the questions asked of it and the answers to its own, in peer order, with the next round.
 What a peer does depends only on what it was handed, in that order, so a search with N peers finds the same
 states, ids and counterexample every time; with another N the ids and the counterexample may differ, the
 states, edges, terminal states and verdicts do not (tests/model/test_sweep_workers.py checks them against BFS).
 
-Ids: a peer numbers the states it accepts 0, 1, 2, ...; the search's id is ``local * N + rank``, where rank is
+Ids: a peer numbers the states it owns 0, 1, 2, ...; the search's id is ``local * N + rank``, where rank is
 the peer's index counted from the initial state's owner, so that the initial state is id 0. Parent pointers and
 actions stay in each peer's ``DiskColumn`` (files opened before the fork, so the parent reads them back through
 its own descriptors once the peers have flushed them), only to rebuild a counterexample.
@@ -68,12 +70,11 @@ def _layer_name(key: tuple) -> str:
 class _Outgoing:
     """What one peer sent to one owner's lower layer: length-prefixed frames of ``encode_entries`` in a file."""
 
-    __slots__ = ("path", "entries", "written")
+    __slots__ = ("path", "entries")
 
     def __init__(self, path: str) -> None:
         self.path = path
         self.entries: list[tuple] = []
-        self.written = 0
 
     def append(self, entry: tuple) -> None:
         self.entries.append(entry)
@@ -86,7 +87,6 @@ class _Outgoing:
         blob = encode_entries(self.entries)
         with open(self.path, "ab") as f:
             f.write(len(blob).to_bytes(_HEAD, "little") + blob)
-        self.written += len(self.entries)
         self.entries = []
 
 
@@ -96,7 +96,6 @@ class _Incoming:
     def __init__(self, paths: list[str]) -> None:
         self.paths = [p for p in paths if os.path.exists(p)]
         self.file = None
-        self.at = 0
 
     def read(self) -> list[tuple] | None:
         while True:
