@@ -54,6 +54,9 @@ def test_bench_reports_each_stage():
 
     numbers = measure(200, load_builtin(SPARSE_SCENARIO), Recorder())
     assert numbers["messages"] == 200
+    # the simulation is a part of the run (checking, hashing and stats are the rest)
+    assert 0 < numbers["simulation_wall_s"] < numbers["wall_s"]
+    assert numbers["ceiling_ratio_simulation_only"] >= numbers["ceiling_ratio"]
     dones = [d for d, _, _ in seen]
     assert dones == sorted(dones) and dones[-1] == STAGES + 1
     notes = [n for _, _, n in seen]
