@@ -8,10 +8,12 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from model import sweep_workers
 from model.checker import STOP_MEMORY, STOP_STATES, check, rss_mb
-from model.spec import ModelConfig, initial_state
+from model.spec import MUTANTS, ModelConfig, initial_state
 from model.sweep import decode_entries, encode_entries
 from scenarios.check_cli import check_main
 
@@ -28,6 +30,22 @@ def test_two_peers_find_the_states_edges_and_verdicts_of_breadth_first_search(ca
     peers = check(cfg, max_states=300_000, sweep=True, workers=2)
     assert peers.workers == 2
     _same_search(check(cfg, max_states=300_000), peers)
+
+
+@settings(max_examples=12, deadline=None)
+@given(messages=st.integers(1, 2), levels=st.integers(1, 2), crashes=st.integers(0, 1), faults=st.integers(0, 1),
+       persists=st.integers(0, 1), era=st.sampled_from(["5.3.3", "4.9.8"]),
+       mutant=st.sampled_from([None, *sorted(MUTANTS)]), workers=st.integers(2, 4))
+def test_any_number_of_peers_finds_what_breadth_first_search_finds(messages, levels, crashes, faults, persists, era,
+                                                                    mutant, workers):
+    """Complete searches only (two messages without a crash, or one with): states and edges are compared."""
+    era = {"drop_on_exception": "4.9.8", "skip_failed_delivery": "5.3.3"}.get(mutant, era)  # the mutant's era
+    cfg = ModelConfig(messages=messages, levels=levels, max_retries=1, crashes=crashes if messages == 1 else 0,
+                      put_failures=faults, persist_points=persists, era=era,
+                      mutants=frozenset({mutant} if mutant else ()))
+    bfs = check(cfg)
+    assert bfs.complete or bfs.violation is not None
+    _same_search(bfs, check(cfg, sweep=True, workers=workers))
 
 
 @pytest.mark.parametrize("workers", [3, 5])
