@@ -296,7 +296,9 @@ def check_sections(check_dir: str, level: int = 2, prefix: str = "check") -> tup
         ok = meta.get("verdict") == "ok"
         s.text(f"<b>Exhaustive check</b> of the abstract model (<code>rmqsim check</code>): every reachable state of "
                f"a small configuration ({esc(shown)}) is explored "
-               f"{'in sweep-line order' if stats.get('sweep_layers') else 'breadth-first'} and every property is checked on it; "
+               f"{'in sweep-line order' if stats.get('sweep_layers') else 'breadth-first'}"
+               f"{f' by {workers} processes' if (workers := stats.get('workers') or 1) > 1 else ''}"
+               f" and every property is checked on it; "
                f"liveness through the strongly connected components.")
         rows = [["verdict", f'<span class="{"ok" if ok else "bad"}">{esc(meta.get("verdict"))}</span>'],
                 ["states / edges / depth", esc(f"{stats.get('states')} / {stats.get('edges')} / {stats.get('depth')}")],

@@ -423,13 +423,16 @@ def test_whatif_categorical_parameter_is_grouped_points_and_means_have_normal_in
     assert set(xs) == {"group GroupA", "group GroupB"} and xs["group GroupA"][0] < xs["group GroupB"][0] < 1
 
 
-@pytest.mark.parametrize("sweep", [False, True], ids=["bfs", "sweep"])
-def test_a_check_report_says_how_the_states_were_explored(tmp_path, capsys, sweep):
+@pytest.mark.parametrize(("sweep", "workers"), [(False, 1), (True, 1), (False, 2), (True, 2)],
+                         ids=["bfs", "sweep", "bfs-workers", "sweep-peers"])
+def test_a_check_report_says_how_the_states_were_explored(tmp_path, capsys, sweep, workers):
     from scenarios.check_cli import check_main
 
-    assert check_main(["--messages", "1", "--crashes", "0", "--json", "--no-progress"] + (["--sweep"] if sweep else [])) == 0
+    args = ["--messages", "1", "--crashes", "0", "--json", "--no-progress", "--workers", str(workers)]
+    assert check_main(args + (["--sweep"] if sweep else [])) == 0
     (tmp_path / "check.json").write_text(capsys.readouterr().out, encoding="utf-8")
     write_report(str(tmp_path), str(tmp_path / "report.html"))
     html = (tmp_path / "report.html").read_text(encoding="utf-8")
     assert ("explored in sweep-line order" in html) == sweep
     assert ("explored breadth-first" in html) != sweep
+    assert ("by 2 processes and every property" in html) == (workers == 2)
