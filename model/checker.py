@@ -440,6 +440,19 @@ class _RankDidNotDrop(Exception):
     """An edge that does not lower spec.progress_rank: the graph may have cycles, so edges are needed."""
 
 
+def expand(state: State, cfg: ModelConfig, symmetric: bool, collapse: bool, reduce: bool) -> tuple[list, int]:
+    """A state's successors on a search without edges (breadth-first, sweep, peers), and how many were computed:
+    every edge must lower spec.progress_rank (else ``_RankDidNotDrop``: the search starts again with the edge
+    store), then ``reduce`` keeps partial-order reduction's stubborn subset of them."""
+    succ = successors(state, cfg, symmetric, collapse)
+    if not ranks_drop(state, succ):
+        raise _RankDidNotDrop
+    full = len(succ)
+    if reduce:
+        succ = _por.reduce(state, cfg, succ)
+    return succ, full
+
+
 def _acyclic_search(cfg: ModelConfig, symmetry: bool, fairness: bool, collapse_ticks: bool, por: bool, retire: bool,
                     compact: bool) -> tuple[StateGraph, CheckResult, Callable[[State], State], bool, bool]:
     """The graph, result, canonical form, tick collapsing and POR switch of a search without edges, whose every
@@ -570,15 +583,13 @@ def _explore(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_states: in
             break
         if store_edges:
             edge_start.append(len(edge_dst))
-        succ = successors(state, cfg, symmetry, collapse)
-        generated += len(succ)
-        if not store_edges:
-            if not ranks_drop(state, succ):
-                raise _RankDidNotDrop
-            if reduce:
-                full = len(succ)
-                succ = _por.reduce(state, cfg, succ)
-                pruned += full - len(succ)
+        if store_edges:
+            succ = successors(state, cfg, symmetry, collapse)
+            full = len(succ)
+        else:
+            succ, full = expand(state, cfg, symmetry, collapse, reduce)
+        generated += full
+        pruned += full - len(succ)
         if not succ:
             terminal[i] = 1
             bad = check_terminal(state, cfg)

@@ -35,9 +35,8 @@ from array import array
 from collections import deque
 from collections.abc import Callable
 
-from . import por as _por
 from .properties import check_safety, check_terminal, successor_safety
-from .spec import Action, ModelConfig, State, initial_state, ranks_drop, successors
+from .spec import Action, ModelConfig, State, initial_state
 from .statestore import CHUNK, FingerprintSet, Frontier, pack, unpack
 
 FLUSH_EVERY = 1 << 16  # parent pointers buffered in memory before they go to the file
@@ -238,7 +237,7 @@ def sweep(cfg: ModelConfig, g, result, canon: Callable[[State], State], *, symme
     else when that layer is expanded and reads it back first. Its safety is judged where it is generated (every
     copy sent to a lower layer is judged; a violating one is accepted at once). Edges are merged per source by the
     target's fingerprint and the action's fairness class, as BFS merges them by target id."""
-    from .checker import _RankDidNotDrop, limit_reached, rss_mb
+    from .checker import expand, limit_reached, rss_mb
 
     parent, parent_action = g.parent, g.parent_action
     depth = g.depth
@@ -306,14 +305,9 @@ def sweep(cfg: ModelConfig, g, result, canon: Callable[[State], State], *, symme
                 popped = 0
             sid, at_depth = ids[popped], depths[popped]
             layer.popped = popped + 1
-            succ = successors(state, cfg, symmetric, collapse)
-            generated += len(succ)
-            if not ranks_drop(state, succ):
-                raise _RankDidNotDrop
-            if reduce:
-                full = len(succ)
-                succ = _por.reduce(state, cfg, succ)
-                pruned += full - len(succ)
+            succ, full = expand(state, cfg, symmetric, collapse, reduce)
+            generated += full
+            pruned += full - len(succ)
             if not succ:
                 terminal += 1
                 bad = check_terminal(state, cfg)

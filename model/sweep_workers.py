@@ -37,10 +37,10 @@ from array import array
 from collections import deque
 from collections.abc import Callable
 
-from . import por as _por
+from .checker import _RankDidNotDrop, expand, limit_reached, rss_mb
 from .parallel import reap
 from .properties import check_safety, check_terminal, successor_safety
-from .spec import ModelConfig, State, initial_state, ranks_drop, successors
+from .spec import ModelConfig, State, initial_state
 from .statestore import FingerprintSet
 from .sweep import (
     SPILL_CHUNK,
@@ -115,14 +115,6 @@ class _Incoming:
             self.file.close()
         for path in self.paths:
             os.unlink(path)
-
-
-class _Stop(Exception):
-    """A peer met an edge that raises the sweep key or does not lower the rank: ``kind`` says which."""
-
-    def __init__(self, kind: str, text: str) -> None:
-        super().__init__(text)
-        self.kind = kind
 
 
 class _Peer:
@@ -282,14 +274,9 @@ class _Peer:
             sid, at_depth = ids[popped], depths[popped]
             self.popped = popped + 1
             expanded += 1
-            succ = successors(state, cfg, symmetric, collapse)
-            stats["generated"] += len(succ)
-            if not ranks_drop(state, succ):
-                raise _Stop("rank", "an edge does not lower the progress rank")
-            if reduce:
-                full = len(succ)
-                succ = _por.reduce(state, cfg, succ)
-                stats["pruned"] += full - len(succ)
+            succ, full = expand(state, cfg, symmetric, collapse, reduce)
+            stats["generated"] += full
+            stats["pruned"] += full - len(succ)
             if not succ:
                 stats["terminal"] += 1
                 bad = check_terminal(state, cfg)
@@ -322,7 +309,7 @@ class _Peer:
                 else:
                     ckey = sweep_key(c)
                     if ckey > key:
-                        raise _Stop("key", f"{action.text()} leads from layer {key} to layer {ckey}")
+                        raise SweepKeyRose(f"{action.text()} leads from layer {key} to layer {ckey}")
                 to = (fp >> 40) % peers  # owner(fp, peers), inlined
                 slot = -1
                 if ckey == key and to == me:
@@ -368,8 +355,6 @@ class _Peer:
 def _serve(conn, job: dict, me: int, parent: DiskColumn, parent_action: DiskColumn) -> None:
     """A peer's loop: ``flush`` a lower layer, ``open`` it, ``round`` after round, ``finish``. An error is sent to
     the parent, which raises it."""
-    from .checker import rss_mb
-
     try:
         peer = _Peer(job, me, parent, parent_action)
         s0, fp0 = job["s0"], job["fp0"]
@@ -398,8 +383,8 @@ def _serve(conn, job: dict, me: int, parent: DiskColumn, parent_action: DiskColu
                 peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
                 conn.send(("finished", len(parent), peer.g.actions, peer.stats, cpu, peak_mb))
                 return
-    except _Stop as stop:
-        conn.send(("stop", stop.kind, str(stop)))
+    except (_RankDidNotDrop, SweepKeyRose) as stop:  # the parent raises it again: check() starts over
+        conn.send(("stop", "rank" if isinstance(stop, _RankDidNotDrop) else "key", str(stop)))
     except Exception:  # noqa: BLE001 - not swallowed: the parent raises it with this traceback
         import traceback
 
@@ -428,8 +413,6 @@ def _received(conn) -> tuple:
     if reply[0] == "error":
         raise RuntimeError(f"a --sweep --workers process failed:\n{reply[1]}")
     if reply[0] == "stop":
-        from .checker import _RankDidNotDrop
-
         raise (_RankDidNotDrop() if reply[1] == "rank" else SweepKeyRose(reply[2]))
     return reply
 
@@ -440,8 +423,6 @@ def sweep_on_peers(cfg: ModelConfig, g, result, canon: Callable[[State], State],
                    fail: Callable[[str, str, str, int], bool]) -> float:
     """model/sweep.py's ``sweep`` on ``workers`` peers: fills ``g`` and ``result`` the same way; returns the
     peers' CPU seconds."""
-    from .checker import limit_reached, rss_mb
-
     s0 = canon(initial_state(cfg))
     fp0 = hash(s0) or 1
     first = owner(fp0, workers)

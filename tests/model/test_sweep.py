@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from model import checker as checker_module
 from model import sweep as sweep_module
 from model.checker import check
 from model.properties import check_safety, check_terminal
@@ -186,7 +187,7 @@ def test_a_sweep_that_cannot_run_says_so_on_the_command_line(monkeypatch, capsys
 
 def test_an_edge_that_does_not_lower_the_rank_sends_the_sweep_to_the_edge_store(monkeypatch):
     """A planted rank failure inside the sweep: the search runs again with edges and the SCC search, as BFS does."""
-    monkeypatch.setattr(sweep_module, "ranks_drop", lambda state, succ: False)
+    monkeypatch.setattr(checker_module, "ranks_drop", lambda state, succ: False)
     r = check(ModelConfig(messages=1, levels=2, max_retries=1, crashes=0), sweep=True)
     assert r.sweep_layers == 0 and not r.graph.acyclic and r.holds
     assert r.verdict() == check(ModelConfig(messages=1, levels=2, max_retries=1, crashes=0)).verdict()

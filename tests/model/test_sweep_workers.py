@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from model import checker as checker_module
 from model import sweep_workers
 from model.checker import STOP_MEMORY, STOP_STATES, check, rss_mb
 from model.spec import MUTANTS, ModelConfig, initial_state
@@ -88,7 +89,7 @@ def test_a_key_that_rises_in_a_peer_sends_the_search_back_to_breadth_first(monke
 
 
 def test_an_edge_that_does_not_lower_the_rank_in_a_peer_sends_the_search_to_the_edge_store(monkeypatch):
-    monkeypatch.setattr(sweep_workers, "ranks_drop", lambda state, succ: False)
+    monkeypatch.setattr(checker_module, "ranks_drop", lambda state, succ: False)
     r = check(ModelConfig(messages=1, levels=2, max_retries=1, crashes=0), sweep=True, workers=2)
     assert r.sweep_layers == 0 and not r.graph.acyclic and r.holds
 
