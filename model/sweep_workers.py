@@ -63,6 +63,20 @@ def owner(fp: int, peers: int) -> int:
     return (fp >> 40) % peers
 
 
+def action_code(local_aid: int, peer: int, peers: int) -> int:
+    """What the columns hold for an action: its id in ``peer``'s table, and the peer (``_peer_action`` reads it),
+    in the 16 bits of a column entry (0xFFFF marks the initial state's missing action)."""
+    code = local_aid * peers + peer
+    if code >= 0xFFFF:
+        raise OverflowError(f"action {local_aid} of peer {peer}: too many distinct actions for 16-bit action codes")
+    return code
+
+
+def _peer_action(tables: list[list], code: int):
+    """The action an ``action_code`` names, from the peers' action tables."""
+    return tables[code % len(tables)][code // len(tables)]
+
+
 def _layer_name(key: tuple) -> str:
     return "_".join(str(k) for k in key)
 
@@ -132,8 +146,8 @@ class _Peer:
         self.outgoing: dict[tuple, dict[int, _Outgoing]] = {}  # key -> owner -> file
         self.new_keys: set = set()
         self.key: tuple | None = None
-        # id(action) -> (action, fairness class, action code). An action's code is ``local id * N + peer``: the
-        # peer whose table (``g.actions``) holds it; the code travels with the state and is what the columns hold.
+        # id(action) -> (action, fairness class, action_code): the code travels with the state and is what the
+        # columns hold.
         self.aid_of: dict[int, tuple] = {}
         self.safe_successor = successor_safety(self.cfg)
         self.stats = {"generated": 0, "pruned": 0, "edges": 0, "terminal": 0, "expanded": 0, "deepest": 0}
@@ -293,9 +307,7 @@ class _Peer:
                     fair, aid = known[1], known[2]
                 else:
                     local_aid = g.action_id(action)
-                    fair, aid = g.action_fair_id[local_aid], local_aid * peers + me  # see aid_of
-                    if aid >= 0xFFFF:
-                        raise OverflowError("too many distinct actions for 16-bit action codes")
+                    fair, aid = g.action_fair_id[local_aid], action_code(local_aid, me, peers)
                     aid_of[id(action)] = (action, fair, aid)
                 fp = hash(c) or 1
                 edge = fp << 16 | fair
@@ -396,7 +408,6 @@ class _PeerColumn:
 
     def __init__(self, columns: list[DiskColumn], ranks: list[int], translate=None) -> None:
         self.columns, self.by_rank, self.translate = columns, {r: w for w, r in enumerate(ranks)}, translate
-        self.nbytes = 0
 
     def __len__(self) -> int:
         return sum(len(c) for c in self.columns)
@@ -523,7 +534,7 @@ def sweep_on_peers(cfg: ModelConfig, g, result, canon: Callable[[State], State],
     ranks = [(w - first) % workers for w in range(workers)]
     g.parent = _PeerColumn(parents, ranks)
     g.parent_action = _PeerColumn(actions, ranks,
-                                  lambda code: g.action_id(peer_actions[code % workers][code // workers]))
+                                  lambda code: g.action_id(_peer_action(peer_actions, code)))
     g.depth = SweepDepth()
     g.depth.deepest = stats["deepest"]
     g.generated, g.edge_count, g.por_pruned = stats["generated"], stats["edges"], stats["pruned"]

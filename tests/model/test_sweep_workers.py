@@ -161,3 +161,17 @@ def test_the_progress_bar_hears_the_states_and_what_waits():
     assert len(heard) >= 5
     assert [h[0] for h in heard] == sorted(h[0] for h in heard)
     assert all(waiting >= 0 for _s, _d, waiting in heard) and max(w for _s, _d, w in heard) > 0
+
+
+@given(st.integers(0, 5000), st.integers(2, 8), st.data())
+def test_an_action_code_names_the_peer_and_its_action(local_aid, peers, data):
+    peer = data.draw(st.integers(0, peers - 1))
+    tables = [[("peer", w, i) for i in range(local_aid + 1)] for w in range(peers)]
+    code = sweep_workers.action_code(local_aid, peer, peers)
+    assert code < 0xFFFF and sweep_workers._peer_action(tables, code) == ("peer", peer, local_aid)
+
+
+def test_an_action_code_that_does_not_fit_16_bits_is_refused():
+    assert sweep_workers.action_code(0xFFFE // 2 - 1, 1, 2) == 0xFFFD
+    with pytest.raises(OverflowError, match="16-bit"):
+        sweep_workers.action_code(0xFFFE // 2, 1, 2)  # 0xFFFF: the mark of the initial state's missing action
