@@ -91,6 +91,10 @@ def test_duplicates_rule():
     verdict = check_events(h.events, ctx(), only=["duplicates"])["duplicates"]
     assert verdict["vacuous"] and verdict["checked"] == 0
     assert _rule("duplicates", H().send(0, A)) is None  # nothing stored where a group reads, nothing due
+    # every consume of the stored copy failed (its retry copies lost): nothing to see; one success is evidence again
+    failed = H().send(0, A).store(0, A).consume(100, A, status="RECONSUME_LATER")
+    assert _rule("duplicates", failed) is None
+    assert _rule("duplicates", failed.consume(200, A)) is not None
 
 
 def _gone_for_good(h: H, t: int) -> H:
