@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import gc
 import os
+import shutil
+import tempfile
 import time
 from array import array
 from collections.abc import Callable, Iterable
@@ -250,6 +252,8 @@ class CheckResult:
     sweep_layers: int = 0  # layers a sweep-line search opened (model/sweep.py); 0: breadth-first
     sweep_peak_states: int = 0  # the most fingerprints it held at once (the layer being expanded's)
     worker_expanded: int = 0  # states the workers expanded (workers > 1): past a stop, only the parts they began
+    sittings: int = 1  # runs of a search resumed from checkpoints (model/checkpoint.py); its times are their sums
+    checkpoint: str | None = None  # the directory to resume an unfinished checkpointed search from
     canon: Callable[[State], State] = field(default=identity, repr=False)  # the canonical form the graph holds
     renaming: Callable[[State], State] = field(default=identity, repr=False)  # its symmetry part (canonical or not)
 
@@ -296,7 +300,7 @@ class CheckResult:
                 "sweep_layers": self.sweep_layers, "sweep_peak_states": self.sweep_peak_states,
                 "workers": self.workers, "worker_peak_rss_mb": round(self.worker_peak_rss_mb, 1),
                 "worker_cpu_seconds": round(self.worker_cpu_seconds, 3),
-                "stop": self.stop}
+                "sittings": self.sittings, "stop": self.stop}
 
     def verdict(self) -> str:
         if self.violation is not None:
@@ -347,6 +351,8 @@ def check(
     compact: bool = True,
     workers: int = 1,
     sweep: bool = False,
+    checkpoint: str | None = None,
+    checkpoint_every_s: float = 60.0,
 ) -> CheckResult:
     """Explore every state reachable from the initial one; stop at the first violation or a limit.
 
@@ -372,6 +378,9 @@ def check(
     shortest. Same refusals as ``workers``; with ``workers`` > 1, on that many peer processes, each owning a part
     of the fingerprints (model/sweep_workers.py). An edge that raises the sweep key restarts it as a breadth-first
     search (serial).
+    ``checkpoint``: a sweep's directory: its files are kept there, a layer's end records a checkpoint once
+    ``checkpoint_every_s`` passed since the last, and a search that finds one there (of the same configuration and
+    options) resumes from it (model/checkpoint.py); gone once the search has a verdict.
     """
     cfg.validate()
     options = dict(symmetry=symmetry, fairness=fairness, max_states=max_states, memory_mb=memory_mb,
@@ -381,6 +390,8 @@ def check(
                    retire=retire, compact=compact)
     if store_edges is None:
         store_edges = keep_states or cfg.put_failures is None
+    if checkpoint is not None and not sweep:
+        raise ValueError("a checkpoint is kept by the sweep only: add sweep=True (--sweep)")
     if workers > 1 or sweep:
         _parallel_refused(cfg, store_edges, keep_states, explore_after_violation, "sweep" if sweep else "workers > 1")
     # States are tuples of ints and bools: the search makes no reference cycles, and the cyclic collector's
@@ -400,7 +411,8 @@ def check(
                     from .sweep import SweepKeyRose
 
                     try:
-                        return _explore_sweep(cfg, workers=workers, **options)
+                        return _explore_sweep(cfg, workers=workers, checkpoint=checkpoint,
+                                              checkpoint_every_s=checkpoint_every_s, **options)
                     except SweepKeyRose:
                         pass
                 return _explore(cfg, store_edges=False, **options)
@@ -472,15 +484,25 @@ def _acyclic_search(cfg: ModelConfig, symmetry: bool, fairness: bool, collapse_t
 def _explore_sweep(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_states: int | None,
                    memory_mb: float | None, max_seconds: float | None, progress: Callable[[int, int, int], None] | None,
                    invariants: Callable[[State, ModelConfig], tuple[str, str] | None], collapse_ticks: bool, por: bool,
-                   retire: bool, compact: bool, workers: int = 1, **_bfs_only) -> CheckResult:
+                   retire: bool, compact: bool, workers: int = 1, checkpoint: str | None = None,
+                   checkpoint_every_s: float = 60.0, **_bfs_only) -> CheckResult:
     """The sweep-line search (model/sweep.py, or model/sweep_workers.py with ``workers`` > 1) with this module's
-    graph, result and end of search."""
-    from .sweep import DiskColumn, SweepDepth, sweep
+    graph, result and end of search, in a temporary directory or a checkpoint's."""
+    from .checkpoint import FORMAT, Checkpoint, model_source_digest
+    from .sweep import SweepKeyRose, sweep
     from .sweep_workers import sweep_on_peers
 
     g, result, canon, collapse, reduce = _acyclic_search(cfg, symmetry, fairness, collapse_ticks, por, retire, compact)
     start = time.perf_counter()  # wall-clock ok: statistics and the time limit only
     cpu_start = time.process_time()  # wall-clock ok: statistics only
+    kept = None
+    if checkpoint is not None:
+        identity = {"format": FORMAT, "config": cfg.as_dict(), "workers": workers, "symmetry": symmetry,
+                    "collapse_ticks": collapse, "por": reduce, "retire": g.retire, "compact": g.compact,
+                    "invariants": f"{invariants.__module__}.{invariants.__qualname__}",
+                    "model_source": model_source_digest()}
+        kept = Checkpoint(checkpoint, identity, checkpoint_every_s)
+    directory = tempfile.mkdtemp(prefix="rmqsim-sweep-") if kept is None else kept.directory
 
     def fail(prop: str, kind: str, why: str, sid: int) -> bool:
         if result.violation is None:
@@ -489,15 +511,33 @@ def _explore_sweep(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_stat
         return True
 
     search = dict(symmetric=symmetry, collapse=collapse, reduce=reduce, invariants=invariants, max_states=max_states,
-                  memory_mb=memory_mb, max_seconds=max_seconds, progress=progress, start=start, fail=fail)
-    if workers > 1:  # the peers' columns become the graph's
-        peers_cpu = sweep_on_peers(cfg, g, result, canon, workers=workers, **search)
-        _finish(result, None, canon, symmetry, invariants, start, cpu_start, peers_cpu)
-        result.worker_cpu_seconds = peers_cpu
-        return result
-    g.parent, g.parent_action, g.depth = DiskColumn("i"), DiskColumn("H"), SweepDepth()
-    sweep(cfg, g, result, canon, **search)
-    return _finish(result, None, canon, symmetry, invariants, start, cpu_start)
+                  memory_mb=memory_mb, max_seconds=max_seconds, progress=progress, start=start, fail=fail,
+                  directory=directory, checkpoint=kept)
+    peers_cpu = 0.0
+    try:
+        if workers > 1:  # the peers' columns become the graph's
+            peers_cpu = sweep_on_peers(cfg, g, result, canon, workers=workers, **search)
+        else:
+            sweep(cfg, g, result, canon, **search)
+    except (SweepKeyRose, _RankDidNotDrop):
+        if kept is not None:
+            kept.discard()  # the search starts again breadth-first
+        raise
+    finally:
+        if kept is None:  # open columns stay readable (Linux)
+            shutil.rmtree(directory, ignore_errors=True)
+    _finish(result, None, canon, symmetry, invariants, start, cpu_start, peers_cpu)
+    result.worker_cpu_seconds = peers_cpu
+    if kept is not None:
+        earlier = kept.earlier
+        result.seconds += earlier["seconds"]
+        result.cpu_seconds += earlier["cpu_seconds"]
+        result.sittings += earlier["sittings"]
+        if result.complete or result.violation is not None:
+            kept.discard()
+        else:
+            result.checkpoint = kept.directory
+    return result
 
 
 def _explore(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_states: int | None, memory_mb: float | None,
@@ -798,7 +838,8 @@ def format_stats(result: CheckResult) -> str:
             + (f", mutants {','.join(sorted(cfg.mutants))}" if cfg.mutants else ""))
     body = (f"  {st['states']} states, {st['edges']} edges, depth {st['depth']}, {st['terminal_states']} terminal, "
             f"{st['nontrivial_sccs']} cyclic component(s) ({st['fair_sccs']} fair); "
-            f"{st['seconds']:.2f} s, {st['states_per_second']} states/s "
+            f"{st['seconds']:.2f} s{f' in {result.sittings} sittings' if result.sittings > 1 else ''}, "
+            f"{st['states_per_second']} states/s "
             f"({round(result.states / result.cpu_seconds) if result.cpu_seconds > 0 else 0} per CPU second), "
             f"peak {st['peak_rss_mb']:.0f} MiB; symmetry {'on' if result.symmetry else 'off'}"
             f"{', ticks collapsed' if result.graph.collapse_ticks else ''}"

@@ -32,9 +32,9 @@ import os
 import pickle
 import tempfile
 from array import array
-from collections import deque
 from collections.abc import Callable
 
+from .checkpoint import Checkpoint, decode_actions, encode_actions
 from .properties import check_safety, check_terminal, successor_safety
 from .spec import Action, ModelConfig, State, initial_state
 from .statestore import CHUNK, FingerprintSet, Frontier, pack, unpack
@@ -42,6 +42,7 @@ from .statestore import CHUNK, FingerprintSet, Frontier, pack, unpack
 FLUSH_EVERY = 1 << 16  # parent pointers buffered in memory before they go to the file
 SPILL_CHUNK = 1024  # entries (or states) a layer packs to its file at once: the objects a waiting layer holds
 TRIM_AT = 1 << 16  # expanded states whose ids and depths the layer being expanded forgets at once (half at least)
+_HEAD = 8  # bytes of a frame's length in a layer file
 CURRENT_LOOSE = 32 * CHUNK  # states the layer being expanded keeps as objects in its frontier (they come back
 # soon); past that its frontier is packed to its file too
 
@@ -59,14 +60,20 @@ def sweep_key(s: State) -> tuple[int, int, int, int, int]:
 
 
 class DiskColumn:
-    """An append-only column of fixed-width ints in a temporary file, read back by index (``array``'s
-    ``append``, ``len`` and ``[i]``): a search's parent pointers cost disk, not memory."""
+    """An append-only column of fixed-width ints in a file, read back by index (``array``'s ``append``, ``len`` and
+    ``[i]``): a search's parent pointers cost disk, not memory. ``path``: a named file (a checkpoint's), cut to
+    ``length`` entries; else a temporary one."""
 
-    def __init__(self, typecode: str) -> None:
+    def __init__(self, typecode: str, path: str | None = None, length: int = 0) -> None:
         self.typecode = typecode
         self.itemsize = array(typecode).itemsize
-        self.file = tempfile.TemporaryFile(prefix="rmqsim-sweep-")
-        self.flushed = 0
+        self.path = path
+        if path is None:
+            self.file = tempfile.TemporaryFile(prefix="rmqsim-sweep-")
+        else:
+            self.file = open(path, "r+b" if os.path.exists(path) else "w+b")  # noqa: SIM115 - closed by close()
+            self.file.truncate(length * self.itemsize)
+        self.flushed = length
         self.buffer = array(typecode)
 
     def append(self, value: int) -> None:
@@ -146,20 +153,84 @@ def decode_entries(blob: bytes) -> list[tuple]:
     return list(zip(unpack(packed), *columns, strict=True))
 
 
+class LayerFile:
+    """What one writer sent to one layer (of one owner): length-prefixed frames of ``encode_entries`` appended to a
+    named file, ``SPILL_CHUNK`` entries at a time."""
+
+    __slots__ = ("path", "entries")
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.entries: list[tuple] = []
+
+    def append(self, entry: tuple) -> None:
+        self.entries.append(entry)
+        if len(self.entries) >= SPILL_CHUNK:
+            self.spill()
+
+    def spill(self) -> None:
+        if not self.entries:
+            return
+        blob = encode_entries(self.entries)
+        with open(self.path, "ab") as f:
+            f.write(len(blob).to_bytes(_HEAD, "little") + blob)
+        self.entries = []
+
+
+class LayerReader:
+    """A layer's entries read back: every writer's file for it, in the order given, ``SPILL_CHUNK`` entries at a
+    time (a file's last ones alone), whatever the frames: a checkpoint spills partial frames, and the order in which
+    a layer takes its entries, so its ids, must not depend on when that happened. ``remove``: a file read to its end
+    is deleted at once (without a checkpoint; with one, the next checkpoint deletes it)."""
+
+    def __init__(self, paths: list[str], remove: bool = True) -> None:
+        self.paths = [p for p in paths if os.path.exists(p)]
+        self.remove = remove
+        self.file = None
+        self.held: list[tuple] = []  # read from the current file, not handed out yet
+
+    def read(self) -> list[tuple] | None:
+        while True:
+            if self.file is None:
+                if not self.paths:
+                    return None
+                self.file = open(self.paths[0], "rb")  # noqa: SIM115 - closed when read to its end
+            while len(self.held) < SPILL_CHUNK and (head := self.file.read(_HEAD)):
+                self.held.extend(decode_entries(self.file.read(int.from_bytes(head, "little"))))
+            if self.held:
+                entries, self.held = self.held[:SPILL_CHUNK], self.held[SPILL_CHUNK:]
+                return entries
+            self.file.close()
+            path = self.paths.pop(0)
+            if self.remove:
+                os.unlink(path)
+            self.file = None
+
+    def close(self) -> None:
+        if self.file is not None:
+            self.file.close()
+        if self.remove:
+            for path in self.paths:
+                os.unlink(path)
+
+
+def layer_name(key: tuple) -> str:
+    """A layer's key as a file name (``{name}-{writer}-{owner}`` are the layer's files)."""
+    return "_".join(str(k) for k in key)
+
+
 class Layer:
     """One key's layer. While below the one being expanded it holds no fingerprint: what reaches it is appended to
     its file as entries (state, fingerprint, parent id, action id, depth), duplicates included (delayed duplicate
     detection, as in external-memory BFS). Once expanded, ``seen`` holds its fingerprints and ``frontier`` (with
     ``ids`` and ``depths`` in FIFO order) the states it accepted and has not expanded yet."""
 
-    __slots__ = ("file", "written", "chunks", "entries", "pending", "seen", "frontier", "ids", "depths", "popped")
+    __slots__ = ("out", "reader", "pending", "seen", "frontier", "ids", "depths", "popped")
 
-    def __init__(self) -> None:
-        self.file = None
-        self.written = 0  # bytes
-        self.chunks: deque[tuple[int, int]] = deque()  # (offset, length) of each packed chunk of entries
-        self.entries: list[tuple] = []  # the entries not yet packed
-        self.pending = 0  # entries appended and not yet read back
+    def __init__(self, path: str, pending: int = 0) -> None:
+        self.out = LayerFile(path)
+        self.reader: LayerReader | None = None
+        self.pending = pending  # entries appended and not yet read back
         self.seen: FingerprintSet | None = None
         self.frontier: _SpillingFrontier | None = None
         self.ids = array("I")
@@ -167,35 +238,20 @@ class Layer:
         self.popped = 0
 
     def append(self, state: State, fp: int, parent_id: int, aid: int, at_depth: int) -> None:
-        entries = self.entries
-        entries.append((state, fp, parent_id, aid, at_depth))
+        self.out.append((state, fp, parent_id, aid, at_depth))
         self.pending += 1
-        if len(entries) >= SPILL_CHUNK:
-            self._spill()
-
-    def _spill(self) -> None:
-        blob = encode_entries(self.entries)
-        if self.file is None:
-            self.file = tempfile.TemporaryFile(prefix="rmqsim-sweep-")
-        os.pwrite(self.file.fileno(), blob, self.written)
-        self.chunks.append((self.written, len(blob)))
-        self.written += len(blob)
-        self.entries = []
 
     def read_chunk(self) -> list[tuple] | None:
-        """The oldest entries not read yet (a packed chunk, else the last ones), or None."""
-        if self.chunks:
-            offset, length = self.chunks.popleft()
-            entries = decode_entries(os.pread(self.file.fileno(), length, offset))
-        elif self.entries:
-            entries, self.entries = self.entries, []
-        else:
-            return None
-        self.pending -= len(entries)
+        """The oldest entries not read yet, or None."""
+        entries = self.reader.read()
+        if entries is not None:
+            self.pending -= len(entries)
         return entries
 
-    def open(self) -> None:
-        """Make it the layer being expanded."""
+    def open(self, remove: bool = True) -> None:
+        """Make it the layer being expanded (nothing is appended to it from now on)."""
+        self.out.spill()
+        self.reader = LayerReader([self.out.path], remove)
         self.seen = FingerprintSet(1 << 14)
         self.frontier = _SpillingFrontier()
 
@@ -209,8 +265,7 @@ class Layer:
         if self.seen is not None:
             self.seen.release()
             self.frontier.close()
-        if self.file is not None:
-            self.file.close()
+            self.reader.close()
 
 
 class SweepDepth:
@@ -227,11 +282,12 @@ class SweepDepth:
 def sweep(cfg: ModelConfig, g, result, canon: Callable[[State], State], *, symmetric: bool, collapse: bool,
           reduce: bool, invariants, max_states: int | None, memory_mb: float | None, max_seconds: float | None,
           progress: Callable[[int, int, int], None] | None, start: float,
-          fail: Callable[[str, str, str, int], bool]) -> None:
+          fail: Callable[[str, str, str, int], bool], directory: str, checkpoint: Checkpoint | None = None) -> None:
     """Explore from the initial state in sweep order, filling ``g``'s columns and ``result`` (the checker's
     StateGraph and CheckResult); ``fail`` records the first violation (True: stop). Raises the checker's
     ``_RankDidNotDrop`` at an edge that does not lower ``spec.progress_rank``, ``SweepKeyRose`` at one that raises
-    ``sweep_key``.
+    ``sweep_key``. Its files are in ``directory``; with ``checkpoint`` (whose directory it is), a layer's end records a
+    checkpoint when one is due, and the search resumes from the last one (model/checkpoint.py).
 
     A state gets its id (and its parent pointer) when its layer accepts it: at once in the layer being expanded,
     else when that layer is expanded and reads it back first. Its safety is judged where it is generated (every
@@ -239,22 +295,33 @@ def sweep(cfg: ModelConfig, g, result, canon: Callable[[State], State], *, symme
     target's fingerprint and the action's fairness class, as BFS merges them by target id."""
     from .checker import expand, limit_reached, rss_mb
 
+    saved = checkpoint.saved if checkpoint is not None else None
+    states = saved["states"] if saved else 0
+    g.parent = DiskColumn("i", os.path.join(directory, "parent"), states)
+    g.parent_action = DiskColumn("H", os.path.join(directory, "action"), states)
+    g.depth = depth = SweepDepth()
     parent, parent_action = g.parent, g.parent_action
-    depth = g.depth
     layers: dict[tuple, Layer] = {}
-    opened = 0  # layers
     aid_of: dict[int, tuple[Action, int]] = {}
     incremental_safety = invariants is check_safety
     safe_successor = successor_safety(cfg)
-    generated = pruned = edge_count = terminal = 0
-    peak_held = 1  # the most fingerprints held at once: the layer being expanded's
-    held_mb = 0.0
+    counters = {"generated": 0, "pruned": 0, "edges": 0, "terminal": 0, "opened": 0, "deepest": 0,
+                "peak_held": 1, "held_mb": 0.0}  # peak_held: the most fingerprints held at once
+    if saved:
+        counters.update(saved["counters"])
+        for action in decode_actions(saved["actions"]):
+            g.action_id(action)
+        for key, pending in saved["layers"]:
+            layers[tuple(key)] = Layer(os.path.join(directory, f"{layer_name(key)}-0-0"), pending)
+        result.peak_rss_mb = saved["peak_rss_mb"]
+    generated, pruned, edge_count, terminal = (counters[k] for k in ("generated", "pruned", "edges", "terminal"))
+    opened, depth.deepest, peak_held, held_mb = (counters[k] for k in ("opened", "deepest", "peak_held", "held_mb"))
 
     def layer_of(key: tuple) -> Layer:
         nonlocal opened
         layer = layers.get(key)
         if layer is None:
-            layer = layers[key] = Layer()
+            layer = layers[key] = Layer(os.path.join(directory, f"{layer_name(key)}-0-0"))
             opened += 1
         return layer
 
@@ -271,17 +338,34 @@ def sweep(cfg: ModelConfig, g, result, canon: Callable[[State], State], *, symme
         layer.frontier.push(state)
         return new_id
 
-    s0 = canon(initial_state(cfg))
-    first = layer_of(sweep_key(s0))
-    first.append(s0, hash(s0) or 1, -1, 0xFFFF, 0)
-    initial_bad = invariants(s0, cfg)  # judged once it has its id, 0
+    def save() -> None:
+        """A checkpoint at a layer's end: what waits in the lower layers is in their files."""
+        for layer in layers.values():
+            layer.out.spill()
+        names = ["parent", "action"] + [os.path.basename(layer.out.path) for layer in layers.values()
+                                        if os.path.exists(layer.out.path)]
+        parent.flush()
+        parent_action.flush()
+        counters.update(generated=generated, pruned=pruned, edges=edge_count, terminal=terminal, opened=opened,
+                        deepest=depth.deepest, peak_held=peak_held, held_mb=held_mb)
+        checkpoint.save({"states": len(parent), "counters": counters, "actions": encode_actions(g.actions),
+                         "layers": [[list(k), layer.pending] for k, layer in layers.items()],
+                         "peak_rss_mb": result.peak_rss_mb}, names)
+
+    initial_bad = None
+    if not saved:
+        s0 = canon(initial_state(cfg))
+        layer_of(sweep_key(s0)).append(s0, hash(s0) or 1, -1, 0xFFFF, 0)
+        initial_bad = invariants(s0, cfg)  # judged once it has its id, 0
     stop = False
     check_every = 2048
     next_check = check_every
     while layers and not stop:
+        if checkpoint is not None and checkpoint.due():
+            save()
         key = max(layers)
         layer = layers[key]
-        layer.open()
+        layer.open(remove=checkpoint is None)
         seen, ids, depths, frontier = layer.seen, layer.ids, layer.depths, layer.frontier
         while not stop:
             state = frontier.pop()

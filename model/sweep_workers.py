@@ -30,32 +30,30 @@ from __future__ import annotations
 import multiprocessing
 import os
 import resource
-import shutil
-import tempfile
 import time
 from array import array
 from collections import deque
 from collections.abc import Callable
 
 from .checker import _RankDidNotDrop, expand, limit_reached, rss_mb
+from .checkpoint import Checkpoint, decode_actions, encode_actions
 from .parallel import reap
 from .properties import check_safety, check_terminal, successor_safety
 from .spec import ModelConfig, State, initial_state
 from .statestore import FingerprintSet
 from .sweep import (
-    SPILL_CHUNK,
     TRIM_AT,
     DiskColumn,
+    LayerFile,
+    LayerReader,
     SweepDepth,
     SweepKeyRose,
     _SpillingFrontier,
-    decode_entries,
-    encode_entries,
+    layer_name,
     sweep_key,
 )
 
 ROUND = 4096  # states a peer expands between two exchanges
-_HEAD = 8  # bytes of a frame's length in a layer file
 
 
 def owner(fp: int, peers: int) -> int:
@@ -77,60 +75,6 @@ def _peer_action(tables: list[list], code: int):
     return tables[code % len(tables)][code // len(tables)]
 
 
-def _layer_name(key: tuple) -> str:
-    return "_".join(str(k) for k in key)
-
-
-class _Outgoing:
-    """What one peer sent to one owner's lower layer: length-prefixed frames of ``encode_entries`` in a file."""
-
-    __slots__ = ("path", "entries")
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.entries: list[tuple] = []
-
-    def append(self, entry: tuple) -> None:
-        self.entries.append(entry)
-        if len(self.entries) >= SPILL_CHUNK:
-            self.spill()
-
-    def spill(self) -> None:
-        if not self.entries:
-            return
-        blob = encode_entries(self.entries)
-        with open(self.path, "ab") as f:
-            f.write(len(blob).to_bytes(_HEAD, "little") + blob)
-        self.entries = []
-
-
-class _Incoming:
-    """An owner's reading of one layer: every writer's file for it, in peer order, a frame at a time."""
-
-    def __init__(self, paths: list[str]) -> None:
-        self.paths = [p for p in paths if os.path.exists(p)]
-        self.file = None
-
-    def read(self) -> list[tuple] | None:
-        while True:
-            if self.file is None:
-                if not self.paths:
-                    return None
-                self.file = open(self.paths[0], "rb")  # noqa: SIM115 - closed when read to its end
-            head = self.file.read(_HEAD)
-            if head:
-                return decode_entries(self.file.read(int.from_bytes(head, "little")))
-            self.file.close()
-            os.unlink(self.paths.pop(0))
-            self.file = None
-
-    def close(self) -> None:
-        if self.file is not None:
-            self.file.close()
-        for path in self.paths:
-            os.unlink(path)
-
-
 class _Peer:
     """One owner's part of the sweep: the layer being expanded's fingerprints, frontier, ids and depths for the
     states it owns, and its outgoing files. ``round`` is model/sweep.py's inner loop, with a successor that another
@@ -143,7 +87,7 @@ class _Peer:
         self.rank = (me - job["first_owner"]) % self.peers
         self.parent, self.parent_action = parent, parent_action
         self.g = job["graph"]
-        self.outgoing: dict[tuple, dict[int, _Outgoing]] = {}  # key -> owner -> file
+        self.outgoing: dict[tuple, dict[int, LayerFile]] = {}  # key -> owner -> file
         self.new_keys: set = set()
         self.key: tuple | None = None
         # id(action) -> (action, fairness class, action_code): the code travels with the state and is what the
@@ -154,6 +98,22 @@ class _Peer:
         self.violation: tuple | None = None  # (id, prop, kind, why) of the first one this peer met
         self.seen: FingerprintSet | None = None
         self.waiting = 0  # entries this peer sent to lower layers, less those it read back (a sum over peers)
+        saved = job["saved"]
+        if saved is not None:  # resumed from a checkpoint: this peer's action table, counters, as they were
+            mine = saved["peers"][me]
+            for action in decode_actions(mine["actions"]):
+                self.g.action_id(action)
+            self.stats.update(mine["stats"])
+            self.waiting = mine["waiting"]
+
+    def saved(self) -> dict:
+        """What a checkpoint keeps of this peer, once everything it sent down is in the layer files."""
+        for by_owner in self.outgoing.values():
+            for out in by_owner.values():
+                out.spill()
+        self.parent.flush()
+        self.parent_action.flush()
+        return {"actions": encode_actions(self.g.actions), "stats": self.stats, "waiting": self.waiting}
 
     # --- lower layers ---
     def send_down(self, key: tuple, entry: tuple) -> None:
@@ -165,7 +125,7 @@ class _Peer:
             self.new_keys.add(key)
         out = by_owner.get(to)
         if out is None:
-            out = by_owner[to] = _Outgoing(os.path.join(self.job["dir"], f"{_layer_name(key)}-{self.me}-{to}"))
+            out = by_owner[to] = LayerFile(os.path.join(self.job["dir"], f"{layer_name(key)}-{self.me}-{to}"))
         out.append(entry)
         self.waiting += 1
 
@@ -184,8 +144,9 @@ class _Peer:
         self.frontier = _SpillingFrontier()
         self.ids, self.depths, self.popped = array("I"), array("H"), 0
         self.asked: list[deque] = [deque() for _ in range(self.peers)]  # per owner: batches of (state, depth) asked
-        name = _layer_name(key)
-        self.incoming = _Incoming([os.path.join(self.job["dir"], f"{name}-{w}-{self.me}") for w in range(self.peers)])
+        name = layer_name(key)
+        self.incoming = LayerReader([os.path.join(self.job["dir"], f"{name}-{w}-{self.me}") for w in range(self.peers)],
+                                    remove=not self.job["checkpointed"])
 
     def accept(self, state: State, fp: int, slot: int, from_id: int, aid: int, at_depth: int) -> int:
         local = len(self.parent)
@@ -370,7 +331,7 @@ def _serve(conn, job: dict, me: int, parent: DiskColumn, parent_action: DiskColu
     try:
         peer = _Peer(job, me, parent, parent_action)
         s0, fp0 = job["s0"], job["fp0"]
-        if owner(fp0, peer.peers) == me:
+        if owner(fp0, peer.peers) == me and job["saved"] is None:
             peer.send_down(sweep_key(s0), (s0, fp0, -1, 0xFFFF, 0))
         conn.send(("keys", peer.new_keys))
         peer.new_keys = set()
@@ -382,6 +343,8 @@ def _serve(conn, job: dict, me: int, parent: DiskColumn, parent_action: DiskColu
                            len(peer.seen), peer.stats["deepest"], rss_mb(),
                            peer.waiting + len(peer.ids) - peer.popped))
                 peer.new_keys = set()
+            elif msg[0] == "checkpoint":
+                conn.send(("saved", len(parent), peer.saved(), time.process_time()))  # wall-clock ok: statistics
             elif msg[0] == "flush":
                 peer.flush_layer(msg[1])
                 conn.send(("flushed",))
@@ -428,20 +391,40 @@ def _received(conn) -> tuple:
     return reply
 
 
+def _save(checkpoint: Checkpoint, conns: list, keys: set, counters: dict) -> None:
+    """A checkpoint between two layers: every peer's part (its columns and what it sent down are in its files), the
+    layer keys left, and the files of those layers and the columns."""
+    for conn in conns:
+        conn.send(("checkpoint",))
+    lengths, peers, cpu = [], [], 0.0
+    for conn in conns:
+        _, length, peer, peer_cpu = _received(conn)
+        lengths.append(length)
+        peers.append(peer)
+        cpu += peer_cpu
+    left = {layer_name(key) for key in keys}
+    names = [name for name in os.listdir(checkpoint.directory)
+             if name.startswith(("parent-", "action-")) or name.rsplit("-", 2)[0] in left]
+    checkpoint.save({"keys": [list(key) for key in keys], "lengths": lengths, "peers": peers, **counters}, names, cpu)
+
+
 def sweep_on_peers(cfg: ModelConfig, g, result, canon: Callable[[State], State], *, workers: int, symmetric: bool,
                    collapse: bool, reduce: bool, invariants, max_states: int | None, memory_mb: float | None,
                    max_seconds: float | None, progress: Callable[[int, int, int], None] | None, start: float,
-                   fail: Callable[[str, str, str, int], bool]) -> float:
-    """model/sweep.py's ``sweep`` on ``workers`` peers: fills ``g`` and ``result`` the same way; returns the
-    peers' CPU seconds."""
+                   fail: Callable[[str, str, str, int], bool], directory: str,
+                   checkpoint: Checkpoint | None = None) -> float:
+    """model/sweep.py's ``sweep`` on ``workers`` peers, its files in ``directory`` (``checkpoint``'s, if any): fills
+    ``g`` and ``result`` the same way; returns the peers' CPU seconds."""
     s0 = canon(initial_state(cfg))
     fp0 = hash(s0) or 1
     first = owner(fp0, workers)
-    directory = tempfile.mkdtemp(prefix="rmqsim-sweep-")
+    saved = checkpoint.saved if checkpoint is not None else None
     job = {"cfg": cfg, "peers": workers, "first_owner": first, "graph": g, "dir": directory, "s0": s0, "fp0": fp0,
-           "canon": canon, "symmetric": symmetric, "collapse": collapse, "reduce": reduce, "invariants": invariants}
-    parents = [DiskColumn("i") for _ in range(workers)]
-    actions = [DiskColumn("H") for _ in range(workers)]
+           "canon": canon, "symmetric": symmetric, "collapse": collapse, "reduce": reduce, "invariants": invariants,
+           "saved": saved, "checkpointed": checkpoint is not None}
+    lengths = saved["lengths"] if saved else [0] * workers
+    parents = [DiskColumn("i", os.path.join(directory, f"parent-{w}"), lengths[w]) for w in range(workers)]
+    actions = [DiskColumn("H", os.path.join(directory, f"action-{w}"), lengths[w]) for w in range(workers)]
     context = multiprocessing.get_context("fork")
     conns, procs = [], []
     worker_cpu = 0.0
@@ -456,15 +439,20 @@ def sweep_on_peers(cfg: ModelConfig, g, result, canon: Callable[[State], State],
         keys: set = set()
         for conn in conns:
             keys |= _received(conn)[1]
-        counts = [0] * workers
+        counts = list(lengths)
         violation = None
-        peak_held = 0
-        deepest = 0
-        opened = 0
+        peak_held = deepest = opened = 0
+        if saved:
+            keys = {tuple(key) for key in saved["keys"]}
+            peak_held, deepest, opened = saved["peak_held"], saved["deepest"], saved["opened"]
+            result.peak_rss_mb = saved["peak_rss_mb"]
         stop = False
         check_every = 2048
         next_check = check_every
         while keys and not stop:
+            if checkpoint is not None and checkpoint.due():
+                _save(checkpoint, conns, keys, dict(peak_held=peak_held, deepest=deepest, opened=opened,
+                                                    peak_rss_mb=result.peak_rss_mb))
             key = max(keys)
             keys.discard(key)
             opened += 1
@@ -530,7 +518,6 @@ def sweep_on_peers(cfg: ModelConfig, g, result, canon: Callable[[State], State],
             proc.join()
     finally:
         reap(procs, conns)
-        shutil.rmtree(directory, ignore_errors=True)
     ranks = [(w - first) % workers for w in range(workers)]
     g.parent = _PeerColumn(parents, ranks)
     g.parent_action = _PeerColumn(actions, ranks,

@@ -15,6 +15,7 @@ import os
 import sys
 
 from model.checker import CheckResult, check, format_stats
+from model.checkpoint import CheckpointError
 from model.graph_io import png_path_for, write_graphml
 from model.properties import PROPERTY_NAMES
 from model.spec import CRASH_KINDS, ERA_5, ERAS, MUTANTS, ModelConfig, ModelConfigError
@@ -107,6 +108,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="explore in sweep-line order (model/sweep.py): fingerprints of the progress layer being "
                         "expanded only, the rest and the parent pointers on disk; same states, edges and verdicts, a "
                         "counterexample not always the shortest; not with --graph or --put-failures inf")
+    p.add_argument("--checkpoint", default=None, metavar="DIR",
+                   help="with --sweep: keep the search's files in DIR and record a checkpoint there at the end of a "
+                        "layer; the same command run again resumes from it (after a limit, a kill or a power loss), "
+                        "with the same states, ids and verdict; DIR is removed once the search has a verdict")
+    p.add_argument("--checkpoint-every", type=float, default=60.0, metavar="S",
+                   help="with --checkpoint: record one at the first layer's end S seconds after the last (60)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
@@ -144,11 +151,21 @@ def run(args: argparse.Namespace) -> int:
     if args.sweep and (args.graph or cfg.put_failures is None):
         raise BadInput("--sweep runs only searches without edges or states, whose graph is proven acyclic: not with "
                        "--graph or --put-failures inf")
+    if args.checkpoint is not None and not args.sweep:
+        raise BadInput("--checkpoint is kept by the sweep-line search only: add --sweep")
+    if args.checkpoint is not None and args.compare_symmetry:
+        raise BadInput("--checkpoint resumes one search: not with --compare-symmetry (two searches)")
+    if args.checkpoint_every < 0:
+        raise BadInput("--checkpoint-every must not be negative")
     limits["workers"] = args.workers
     limits["sweep"] = args.sweep
     with _progress_bar(not args.no_progress) as progress:
-        result = check(cfg, symmetry=not args.no_symmetry, progress=progress, explore_after_violation=after,
-                       collapse_ticks=not args.no_tick_collapse, por=args.por, **_retire_options(args), **keep, **limits)
+        try:
+            result = check(cfg, symmetry=not args.no_symmetry, progress=progress, explore_after_violation=after,
+                           collapse_ticks=not args.no_tick_collapse, por=args.por, **_retire_options(args), **keep,
+                           checkpoint=args.checkpoint, checkpoint_every_s=args.checkpoint_every, **limits)
+        except CheckpointError as error:
+            raise BadInput(str(error)) from None
     if not args.sweep:
         _say_if_serial(args.workers, result)
     _say_if_not_swept(args.sweep, result)
@@ -186,9 +203,16 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_VIOLATION
     if not result.complete:
         print(f"rmqsim check: {result.stop} reached after {result.states} states and no violation so far; "
-              f"the check is incomplete (raise the limit or shrink the bounds)", file=sys.stderr)
+              f"the check is incomplete ({_how_to_go_on(result)})", file=sys.stderr)
         return EXIT_BAD_INPUT
     return EXIT_OK
+
+
+def _how_to_go_on(result: CheckResult) -> str:
+    if result.checkpoint is None:
+        return "raise the limit or shrink the bounds"
+    return (f"run the same command again to resume from the last checkpoint in {result.checkpoint}; work since it is "
+            f"done again")
 
 
 def _say_if_serial(workers: int, result: CheckResult) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -153,10 +155,10 @@ def test_forgetting_the_expanded_states_ids_changes_nothing(monkeypatch):
     _same_search(check(bad), check(bad, sweep=True))
 
 
-def test_a_lower_layers_entries_come_back_in_order_through_its_file(monkeypatch):
+def test_a_lower_layers_entries_come_back_in_order_through_its_file(monkeypatch, tmp_path):
     """What reaches a layer below the one being expanded waits in its file, duplicates included, in order."""
     monkeypatch.setattr(sweep_module, "SPILL_CHUNK", 4)
-    layer = sweep_module.Layer()
+    layer = sweep_module.Layer(str(tmp_path / "k-0-0"))
     cfg = ModelConfig(messages=2, levels=2, max_retries=1, crashes=0)
     s = initial_state(cfg)
     sent = []
@@ -168,11 +170,14 @@ def test_a_lower_layers_entries_come_back_in_order_through_its_file(monkeypatch)
         s = moves[-1][1] if moves else s
     layer.append(*sent[3])  # a duplicate
     sent.append(sent[3])
-    assert layer.pending == 12 and layer.written > 0
+    assert layer.pending == 12 and os.path.getsize(tmp_path / "k-0-0") > 0
+    layer.open()
     back = []
     while (chunk := layer.read_chunk()) is not None:
-        back.extend(chunk)
-    assert back == sent and layer.pending == 0
+        back.append(chunk)
+    assert [len(chunk) for chunk in back] == [4, 4, 4]
+    assert [entry for chunk in back for entry in chunk] == sent and layer.pending == 0
+    assert not os.listdir(tmp_path)  # read to its end, the file is gone
     layer.close()
 
 

@@ -12,10 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from model import checker as checker_module
+from model import sweep as sweep_module
 from model import sweep_workers
 from model.checker import STOP_MEMORY, STOP_STATES, check, rss_mb
 from model.spec import MUTANTS, ModelConfig, initial_state
-from model.sweep import decode_entries, encode_entries
+from model.sweep import LayerFile, LayerReader, decode_entries, encode_entries
 from scenarios.check_cli import check_main
 
 from .test_reductions import CASES, DEFAULTS, LONG_DEFAULTS, _tiered
@@ -104,22 +105,28 @@ def test_a_python_error_in_a_peer_is_raised_with_its_traceback(monkeypatch):
         check(M1C1, sweep=True, workers=2)
 
 
-def test_lower_layer_files_come_back_in_order_and_are_removed(tmp_path, monkeypatch):
-    monkeypatch.setattr(sweep_workers, "SPILL_CHUNK", 5)
+@pytest.mark.parametrize("remove", [True, False])
+def test_lower_layer_files_come_back_in_order_in_whole_chunks(tmp_path, monkeypatch, remove):
+    """Frames cut short (a checkpoint spills what a writer holds) do not change the chunks an owner takes, nor so the
+    order of its ids; a file read to its end is gone unless a checkpoint still lists it."""
+    monkeypatch.setattr(sweep_module, "SPILL_CHUNK", 5)
     entries = [((i, (i, i + 1)), i * 7 + 1, i - 1, i % 3, i) for i in range(12)]
-    out = sweep_workers._Outgoing(str(tmp_path / "k-0-1"))
-    for entry in entries:
+    out = LayerFile(str(tmp_path / "k-0-1"))
+    for i, entry in enumerate(entries):
         out.append(entry)
+        if i in (1, 7):
+            out.spill()  # frames of 2, 5, 1 and 4 entries
     out.spill()
-    other = sweep_workers._Outgoing(str(tmp_path / "k-1-1"))
+    other = LayerFile(str(tmp_path / "k-1-1"))
     other.append(entries[0])
     other.spill()
-    incoming = sweep_workers._Incoming([str(tmp_path / "k-0-1"), str(tmp_path / "k-9-1"), str(tmp_path / "k-1-1")])
+    incoming = LayerReader([str(tmp_path / "k-0-1"), str(tmp_path / "k-9-1"), str(tmp_path / "k-1-1")], remove)
     back = []
     while (chunk := incoming.read()) is not None:
-        back.extend(chunk)
-    assert back == entries + entries[:1]
-    assert not os.listdir(tmp_path)  # read to its end, a file is gone
+        back.append(chunk)
+    assert [len(chunk) for chunk in back] == [5, 5, 2, 1]
+    assert [entry for chunk in back for entry in chunk] == entries + entries[:1]
+    assert sorted(os.listdir(tmp_path)) == ([] if remove else ["k-0-1", "k-1-1"])
     assert decode_entries(encode_entries(entries)) == entries
 
 
