@@ -302,7 +302,8 @@ def check_sections(check_dir: str, level: int = 2, prefix: str = "check") -> tup
                f"liveness through the strongly connected components.")
         rows = [["verdict", f'<span class="{"ok" if ok else "bad"}">{esc(meta.get("verdict"))}</span>'],
                 ["states / edges / depth", esc(f"{stats.get('states')} / {stats.get('edges')} / {stats.get('depth')}")],
-                ["time", esc(f"{stats.get('seconds')} s ({stats.get('states_per_second')} states/s)")],
+                ["time", esc(f"{stats.get('seconds')} s ({stats.get('states_per_second')} states/s)"
+                             f"{f' in {sittings} sittings (resumed from checkpoints)' if (sittings := stats.get('sittings') or 1) > 1 else ''}")],
                 ["properties", esc(", ".join(meta.get("properties") or []))]]
         s.body.append(table(["", ""], rows, raw={1}))
         if meta.get("violation"):

@@ -436,3 +436,17 @@ def test_a_check_report_says_how_the_states_were_explored(tmp_path, capsys, swee
     assert ("explored in sweep-line order" in html) == sweep
     assert ("explored breadth-first" in html) != sweep
     assert ("by 2 processes and every property" in html) == (workers == 2)
+    assert "sittings" not in html
+
+
+def test_a_check_report_says_a_search_took_several_sittings(tmp_path, capsys):
+    from scenarios.check_cli import check_main
+
+    args = ["--messages", "1", "--crashes", "1", "--json", "--no-progress", "--sweep", "--checkpoint",
+            str(tmp_path / "ck"), "--checkpoint-every", "0"]
+    assert check_main([*args, "--max-states", "1"]) == 2
+    capsys.readouterr()
+    assert check_main(args) == 0
+    (tmp_path / "check.json").write_text(capsys.readouterr().out, encoding="utf-8")
+    write_report(str(tmp_path), str(tmp_path / "report.html"))
+    assert "in 2 sittings (resumed from checkpoints)" in (tmp_path / "report.html").read_text(encoding="utf-8")
