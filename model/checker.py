@@ -526,6 +526,8 @@ def _explore_sweep(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_stat
     finally:
         if kept is None:  # open columns stay readable (Linux)
             shutil.rmtree(directory, ignore_errors=True)
+        else:
+            kept.close()
     _finish(result, None, canon, symmetry, invariants, start, cpu_start, peers_cpu)
     result.worker_cpu_seconds = peers_cpu
     if kept is not None:

@@ -15,6 +15,7 @@ of peers or file format, or another source of the modules that decide the state 
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -66,7 +67,13 @@ class Checkpoint:
         self.saved: dict | None = None
         self.started = self.last_save = time.perf_counter()  # wall-clock ok: when to checkpoint, and statistics
         self.cpu_started = time.process_time()  # wall-clock ok: statistics only
-        self._open()
+        self._lock = None
+        try:
+            self._open()
+        except CheckpointError:
+            if self._lock is not None:
+                self._lock.close()
+            raise
         # what the earlier sittings took (a search's time and CPU are the sums over its sittings)
         self.earlier = (self.saved or {}).get("clock", {"seconds": 0.0, "cpu_seconds": 0.0, "sittings": 0})
 
@@ -79,9 +86,14 @@ class Checkpoint:
         if names and MARKER not in names:
             raise CheckpointError(f"checkpoint directory {self.directory} is not empty and holds no rmqsim checkpoint "
                                   f"(no {MARKER} file): give an empty or a new directory")
+        self._lock = open(self.path(MARKER), "a")  # noqa: SIM115 - closed by close(), or with the process
+        try:
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise CheckpointError(f"checkpoint directory {self.directory} is in use by another search (it holds the "
+                                  f"lock on {MARKER}): wait for it, or stop it") from None
         if MANIFEST not in names:  # a new search (or one stopped before its first checkpoint): start afresh
             self._keep(set())
-            open(self.path(MARKER), "w").close()  # noqa: SIM115
             return
         try:
             with open(self.path(MANIFEST), encoding="utf-8") as f:
@@ -144,6 +156,11 @@ class Checkpoint:
         self._keep(set(files))
         self.last_save = time.perf_counter()  # wall-clock ok: when, never what
 
+    def close(self) -> None:
+        """Let another search open the directory (the lock goes with the process anyway, even on kill -9)."""
+        self._lock.close()
+
     def discard(self) -> None:
         """The search is over (a verdict): nothing left to resume."""
+        self.close()
         shutil.rmtree(self.directory, ignore_errors=True)

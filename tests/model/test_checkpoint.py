@@ -128,6 +128,15 @@ def test_resuming_drops_what_was_written_after_the_checkpoint(tmp_path):
     assert not os.path.exists(directory / "0_0_0_0_-99-0-0")
 
 
+def test_one_search_at_a_time_in_a_directory(tmp_path):
+    """Two searches writing the same files would spoil both: the second is refused while the first runs."""
+    first = Checkpoint(str(tmp_path / "ck"), {"config": 1})
+    with pytest.raises(CheckpointError, match="in use by another search"):
+        Checkpoint(str(tmp_path / "ck"), {"config": 1})
+    first.close()
+    Checkpoint(str(tmp_path / "ck"), {"config": 1}).close()
+
+
 def _identity(directory) -> dict:
     return json.loads((directory / MANIFEST).read_text())["identity"]
 
