@@ -488,7 +488,7 @@ def _explore_sweep(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_stat
                    checkpoint_every_s: float = 60.0, **_bfs_only) -> CheckResult:
     """The sweep-line search (model/sweep.py, or model/sweep_workers.py with ``workers`` > 1) with this module's
     graph, result and end of search, in a temporary directory or a checkpoint's."""
-    from .checkpoint import FORMAT, Checkpoint, model_source_digest
+    from .checkpoint import Checkpoint, model_source_digest
     from .sweep import SweepKeyRose, sweep
     from .sweep_workers import sweep_on_peers
 
@@ -497,7 +497,7 @@ def _explore_sweep(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_stat
     cpu_start = time.process_time()  # wall-clock ok: statistics only
     kept = None
     if checkpoint is not None:
-        identity = {"format": FORMAT, "config": cfg.as_dict(), "workers": workers, "symmetry": symmetry,
+        identity = {"config": cfg.as_dict(), "workers": workers, "symmetry": symmetry,
                     "collapse_ticks": collapse, "por": reduce, "retire": g.retire, "compact": g.compact,
                     "invariants": f"{invariants.__module__}.{invariants.__qualname__}",
                     "model_source": model_source_digest()}

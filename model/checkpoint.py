@@ -9,8 +9,9 @@ the last checkpoint whole. Resuming truncates each file to its recorded length a
 does not list (what a later, unfinished layer wrote), so the search goes on from that layer's end as it would
 have: the same states, ids and counterexample.
 
-A checkpoint made by another search is refused (``CheckpointError``): another configuration, reductions, number
-of peers or file format, or another source of the modules that decide the state space and its fingerprints.
+A checkpoint made by another search is refused (``CheckpointError``): another configuration, reductions or number
+of peers, or another source of the model package (``model_source``: every module of it, since the states, their
+fingerprints, the layers, the ids and the files all come from there; an edit anywhere in it is a new version).
 """
 
 from __future__ import annotations
@@ -24,11 +25,8 @@ import time
 
 from .spec import Action
 
-FORMAT = 1  # the layout of the files and of checkpoint.json; a change makes old checkpoints unreadable
-MARKER = "rmqsim-checkpoint"  # an empty file that makes a directory one the search may clear
+MARKER = "rmqsim-checkpoint"  # an empty file that makes a directory one the search may clear (and its lock)
 MANIFEST = "checkpoint.json"
-# What decides the states, their successors, their canonical forms and fingerprints, and the file contents.
-_SOURCES = ("spec.py", "properties.py", "retire.py", "symmetry.py", "por.py", "statestore.py")
 
 
 class CheckpointError(ValueError):
@@ -36,12 +34,13 @@ class CheckpointError(ValueError):
 
 
 def model_source_digest() -> str:
-    """A digest of the modules that decide the state space: a checkpoint of other code is not resumed."""
+    """A digest of the model package's source: a checkpoint of other code is not resumed."""
     digest = hashlib.sha256()
     here = os.path.dirname(os.path.abspath(__file__))
-    for name in _SOURCES:
-        with open(os.path.join(here, name), "rb") as f:
-            digest.update(name.encode() + b"\0" + f.read())
+    for name in sorted(os.listdir(here)):
+        if name.endswith(".py"):
+            with open(os.path.join(here, name), "rb") as f:
+                digest.update(name.encode() + b"\0" + f.read())
     return digest.hexdigest()[:16]
 
 

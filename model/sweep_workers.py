@@ -445,14 +445,15 @@ def sweep_on_peers(cfg: ModelConfig, g, result, canon: Callable[[State], State],
         if saved:
             keys = {tuple(key) for key in saved["keys"]}
             peak_held, deepest, opened = saved["peak_held"], saved["deepest"], saved["opened"]
-            result.peak_rss_mb = saved["peak_rss_mb"]
+            result.peak_rss_mb, result.worker_peak_rss_mb = saved["peak_rss_mb"], saved["worker_peak_rss_mb"]
         stop = False
         check_every = 2048
         next_check = check_every
         while keys and not stop:
             if checkpoint is not None and checkpoint.due():
                 _save(checkpoint, conns, keys, dict(peak_held=peak_held, deepest=deepest, opened=opened,
-                                                    peak_rss_mb=result.peak_rss_mb))
+                                                    peak_rss_mb=result.peak_rss_mb,
+                                                    worker_peak_rss_mb=result.worker_peak_rss_mb))
             key = max(keys)
             keys.discard(key)
             opened += 1
@@ -481,6 +482,7 @@ def sweep_on_peers(cfg: ModelConfig, g, result, canon: Callable[[State], State],
                     held += seen_len
                     waiting += peer_waiting
                     worker_mb += peer_mb
+                    result.worker_peak_rss_mb = max(result.worker_peak_rss_mb, peer_mb)
                     deepest = max(deepest, peer_deepest)
                     if bad is not None and violation is None:
                         violation = bad
