@@ -3,6 +3,7 @@ with the same ids; a checkpoint of another search, or a damaged one, is refused.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import signal
@@ -96,6 +97,22 @@ def test_a_checkpoint_of_other_model_code_is_refused(tmp_path, monkeypatch):
     monkeypatch.setattr(checkpoint_module, "model_source_digest", lambda: "edited")
     with pytest.raises(CheckpointError, match="model_source: '[0-9a-f]{16}' there, 'edited' here"):
         check(M1C1, sweep=True, checkpoint=str(directory))
+
+
+def test_the_digest_covers_every_module_the_search_imports():
+    """A module that joins the search without joining the digest would let a checkpoint of other code resume."""
+    here = os.path.dirname(checkpoint_module.__file__)
+    reached, todo = set(), ["checker"]
+    while todo:
+        name = todo.pop()
+        if name in reached:
+            continue
+        reached.add(name)
+        tree = ast.parse(open(os.path.join(here, name + ".py"), encoding="utf-8").read())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                todo.extend([node.module] if node.module else [alias.name for alias in node.names])
+    assert sorted(reached) == sorted(checkpoint_module.SEARCH_MODULES)
 
 
 def test_a_damaged_checkpoint_is_refused_and_a_foreign_directory_left_alone(tmp_path):
