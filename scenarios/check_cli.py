@@ -15,7 +15,7 @@ import os
 import sys
 
 from model.checker import CheckResult, check, format_stats
-from model.checkpoint import CheckpointError
+from model.checkpoint import MANIFEST, CheckpointError
 from model.graph_io import png_path_for, write_graphml
 from model.properties import PROPERTY_NAMES
 from model.spec import CRASH_KINDS, ERA_5, ERAS, MUTANTS, ModelConfig, ModelConfigError
@@ -159,6 +159,8 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput("--checkpoint-every must not be negative")
     limits["workers"] = args.workers
     limits["sweep"] = args.sweep
+    if args.checkpoint is not None:
+        _say_if_resuming(args.checkpoint)
     with _progress_bar(not args.no_progress) as progress:
         try:
             result = check(cfg, symmetry=not args.no_symmetry, progress=progress, explore_after_violation=after,
@@ -206,6 +208,19 @@ def run(args: argparse.Namespace) -> int:
               f"the check is incomplete ({_how_to_go_on(result)})", file=sys.stderr)
         return EXIT_BAD_INPUT
     return EXIT_OK
+
+
+def _say_if_resuming(directory: str) -> None:
+    """A long search says where it takes up again (the checker refuses a checkpoint of another search itself)."""
+    try:
+        with open(os.path.join(directory, MANIFEST), encoding="utf-8") as f:
+            search = json.load(f)["search"]
+        states = search["states"] if "states" in search else sum(search["lengths"])
+        clock = search["clock"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    print(f"rmqsim check: resuming from the checkpoint in {directory}: {states} states after {clock['seconds']:.0f} s "
+          f"in {clock['sittings']} sitting(s)", file=sys.stderr)
 
 
 def _how_to_go_on(result: CheckResult) -> str:

@@ -163,9 +163,14 @@ def test_the_command_line_keeps_a_checkpoint_after_a_limit_and_says_how_to_go_on
     args = ["--messages", "2", "--crashes", "1", "--mutant", "no_persist_at_shutdown", "--sweep", "--checkpoint",
             directory, "--checkpoint-every", "0", "--no-progress"]
     assert check_main([*args, "--max-states", "3000"]) == 2
-    assert f"run the same command again to resume from the last checkpoint in {directory}" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "resuming" not in err
+    assert f"run the same command again to resume from the last checkpoint in {directory}" in err
+    states = json.loads(open(os.path.join(directory, MANIFEST)).read())["search"]["states"]
     assert check_main([*args, "--json"]) == 1
-    doc = json.loads(capsys.readouterr().out)
+    out, err = capsys.readouterr()
+    assert f"resuming from the checkpoint in {directory}: {states} states after " in err and "in 1 sitting(s)" in err
+    doc = json.loads(out)
     assert doc["stats"]["sittings"] == 2 and doc["violation"]["property"]
     assert not os.path.exists(directory)
     assert check_main(["--checkpoint", directory, "--no-progress"]) == 2
