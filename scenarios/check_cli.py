@@ -226,6 +226,9 @@ def _say_if_resuming(directory: str) -> None:
 def _how_to_go_on(result: CheckResult) -> str:
     if result.checkpoint is None:
         return "raise the limit or shrink the bounds"
+    if not os.path.isfile(os.path.join(result.checkpoint, MANIFEST)):
+        return (f"no checkpoint recorded in {result.checkpoint} yet: the first comes at the end of a layer "
+                f"--checkpoint-every seconds after the start, so the same command would start again")
     return (f"run the same command again to resume from the last checkpoint in {result.checkpoint}; work since it is "
             f"done again")
 

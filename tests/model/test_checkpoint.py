@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -173,6 +174,9 @@ def test_the_command_line_keeps_a_checkpoint_after_a_limit_and_says_how_to_go_on
     doc = json.loads(out)
     assert doc["stats"]["sittings"] == 2 and doc["violation"]["property"]
     assert not os.path.exists(directory)
+    assert check_main([*args[:-3], "--checkpoint-every", "1000", "--max-states", "3000", "--no-progress"]) == 2
+    assert f"no checkpoint recorded in {directory} yet" in capsys.readouterr().err
+    shutil.rmtree(directory)
     assert check_main(["--checkpoint", directory, "--no-progress"]) == 2
     assert "--checkpoint is kept by the sweep-line search only" in capsys.readouterr().err
     os.makedirs(directory)
