@@ -144,6 +144,7 @@ def test_resuming_drops_what_was_written_after_the_checkpoint(tmp_path):
     assert kept.saved is not None
     assert {name: os.path.getsize(directory / name) for name in files} == files
     assert not os.path.exists(directory / "0_0_0_0_-99-0-0")
+    kept.close()
 
 
 def test_one_search_at_a_time_in_a_directory(tmp_path):
