@@ -186,6 +186,26 @@ def test_the_command_line_keeps_a_checkpoint_after_a_limit_and_says_how_to_go_on
     assert "holds no rmqsim checkpoint" in capsys.readouterr().err
 
 
+def test_what_a_checkpoint_cannot_serve_is_refused(tmp_path, capsys):
+    directory = str(tmp_path / "ck")
+    with pytest.raises(ValueError, match="a checkpoint is kept by the sweep only"):
+        check(M1C1, checkpoint=directory)
+    args = ["--sweep", "--checkpoint", directory, "--no-progress"]
+    assert check_main([*args, "--compare-symmetry"]) == 2
+    assert "--checkpoint resumes one search: not with --compare-symmetry" in capsys.readouterr().err
+    assert check_main([*args, "--checkpoint-every", "-1"]) == 2
+    assert "--checkpoint-every must not be negative" in capsys.readouterr().err
+    assert not os.path.exists(directory)
+
+
+def test_an_unreadable_checkpoint_is_refused(tmp_path):
+    directory = tmp_path / "ck"
+    check(M1C1, sweep=True, checkpoint=str(directory), checkpoint_every_s=0, max_states=1)
+    (directory / MANIFEST).write_text('{"identity": ')  # cut short
+    with pytest.raises(CheckpointError, match=f"checkpoint {directory / MANIFEST} cannot be read"):
+        check(M1C1, sweep=True, checkpoint=str(directory))
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_a_search_killed_mid_layer_resumes_to_the_same_result(tmp_path, workers):
