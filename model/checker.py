@@ -353,6 +353,7 @@ def check(
     sweep: bool = False,
     checkpoint: str | None = None,
     checkpoint_every_s: float = 60.0,
+    on_resume: Callable[[str], None] | None = None,
 ) -> CheckResult:
     """Explore every state reachable from the initial one; stop at the first violation or a limit.
 
@@ -380,7 +381,8 @@ def check(
     search (serial).
     ``checkpoint``: a sweep's directory: its files are kept there, a layer's end records a checkpoint once
     ``checkpoint_every_s`` passed since the last, and a search that finds one there (of the same configuration and
-    options) resumes from it (model/checkpoint.py); gone once the search has a verdict.
+    options) resumes from it (model/checkpoint.py); gone once the search has a verdict. ``on_resume`` hears where
+    (``Checkpoint.describe``), once the checkpoint is accepted and before the search goes on.
     """
     cfg.validate()
     options = dict(symmetry=symmetry, fairness=fairness, max_states=max_states, memory_mb=memory_mb,
@@ -412,7 +414,7 @@ def check(
 
                     try:
                         return _explore_sweep(cfg, workers=workers, checkpoint=checkpoint,
-                                              checkpoint_every_s=checkpoint_every_s, **options)
+                                              checkpoint_every_s=checkpoint_every_s, on_resume=on_resume, **options)
                     except SweepKeyRose:
                         pass
                 return _explore(cfg, store_edges=False, **options)
@@ -485,7 +487,8 @@ def _explore_sweep(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_stat
                    memory_mb: float | None, max_seconds: float | None, progress: Callable[[int, int, int], None] | None,
                    invariants: Callable[[State, ModelConfig], tuple[str, str] | None], collapse_ticks: bool, por: bool,
                    retire: bool, compact: bool, workers: int = 1, checkpoint: str | None = None,
-                   checkpoint_every_s: float = 60.0, **_bfs_only) -> CheckResult:
+                   checkpoint_every_s: float = 60.0, on_resume: Callable[[str], None] | None = None,
+                   **_bfs_only) -> CheckResult:
     """The sweep-line search (model/sweep.py, or model/sweep_workers.py with ``workers`` > 1) with this module's
     graph, result and end of search, in a temporary directory or a checkpoint's."""
     from .checkpoint import Checkpoint, model_source_digest
@@ -502,6 +505,9 @@ def _explore_sweep(cfg: ModelConfig, *, symmetry: bool, fairness: bool, max_stat
                     "invariants": f"{invariants.__module__}.{invariants.__qualname__}",
                     "model_source": model_source_digest()}
         kept = Checkpoint(checkpoint, identity, checkpoint_every_s)
+        where = kept.describe()
+        if where is not None and on_resume is not None:
+            on_resume(where)
     directory = tempfile.mkdtemp(prefix="rmqsim-sweep-") if kept is None else kept.directory
 
     def fail(prop: str, kind: str, why: str, sid: int) -> bool:

@@ -84,6 +84,14 @@ class Checkpoint:
     def path(self, name: str) -> str:
         return os.path.join(self.directory, name)
 
+    def describe(self) -> str | None:
+        """Where a resumed search takes up again ("N states after T s in K sitting(s)"), None for a new one."""
+        if self.saved is None:
+            return None
+        states = self.saved["states"] if "states" in self.saved else sum(self.saved["lengths"])  # peers: per owner
+        clock = self.saved["clock"]
+        return f"{states} states after {clock['seconds']:.0f} s in {clock['sittings']} sitting(s)"
+
     def _open(self) -> None:
         os.makedirs(self.directory, exist_ok=True)
         names = set(os.listdir(self.directory))

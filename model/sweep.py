@@ -67,7 +67,6 @@ class DiskColumn:
     def __init__(self, typecode: str, path: str | None = None, length: int = 0) -> None:
         self.typecode = typecode
         self.itemsize = array(typecode).itemsize
-        self.path = path
         if path is None:
             self.file = tempfile.TemporaryFile(prefix="rmqsim-sweep-")
         else:
@@ -302,6 +301,10 @@ def sweep(cfg: ModelConfig, g, result, canon: Callable[[State], State], *, symme
     g.depth = depth = SweepDepth()
     parent, parent_action = g.parent, g.parent_action
     layers: dict[tuple, Layer] = {}
+
+    def path_of(key) -> str:
+        return os.path.join(directory, f"{layer_name(key)}-0-0")  # one writer, one owner
+
     aid_of: dict[int, tuple[Action, int]] = {}
     incremental_safety = invariants is check_safety
     safe_successor = successor_safety(cfg)
@@ -312,7 +315,7 @@ def sweep(cfg: ModelConfig, g, result, canon: Callable[[State], State], *, symme
         for action in decode_actions(saved["actions"]):
             g.action_id(action)
         for key, pending in saved["layers"]:
-            layers[tuple(key)] = Layer(os.path.join(directory, f"{layer_name(key)}-0-0"), pending)
+            layers[tuple(key)] = Layer(path_of(key), pending)
         result.peak_rss_mb = saved["peak_rss_mb"]
     generated, pruned, edge_count, terminal = (counters[k] for k in ("generated", "pruned", "edges", "terminal"))
     opened, depth.deepest, peak_held, held_mb = (counters[k] for k in ("opened", "deepest", "peak_held", "held_mb"))
@@ -321,7 +324,7 @@ def sweep(cfg: ModelConfig, g, result, canon: Callable[[State], State], *, symme
         nonlocal opened
         layer = layers.get(key)
         if layer is None:
-            layer = layers[key] = Layer(os.path.join(directory, f"{layer_name(key)}-0-0"))
+            layer = layers[key] = Layer(path_of(key))
             opened += 1
         return layer
 

@@ -159,13 +159,13 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput("--checkpoint-every must not be negative")
     limits["workers"] = args.workers
     limits["sweep"] = args.sweep
-    if args.checkpoint is not None:
-        _say_if_resuming(args.checkpoint)
-    with _progress_bar(not args.no_progress) as progress:
+    with _progress_bar(not args.no_progress) as (progress, say):
         try:
             result = check(cfg, symmetry=not args.no_symmetry, progress=progress, explore_after_violation=after,
                            collapse_ticks=not args.no_tick_collapse, por=args.por, **_retire_options(args), **keep,
-                           checkpoint=args.checkpoint, checkpoint_every_s=args.checkpoint_every, **limits)
+                           checkpoint=args.checkpoint, checkpoint_every_s=args.checkpoint_every,
+                           on_resume=lambda where: say(f"rmqsim check: resuming from the checkpoint in "
+                                                       f"{args.checkpoint}: {where}"), **limits)
         except CheckpointError as error:
             raise BadInput(str(error)) from None
     if not args.sweep:
@@ -173,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
     _say_if_not_swept(args.sweep, result)
     other: CheckResult | None = None
     if args.compare_symmetry:
-        with _progress_bar(not args.no_progress) as progress:
+        with _progress_bar(not args.no_progress) as (progress, _say):
             other = check(cfg, symmetry=args.no_symmetry, progress=progress,
                           collapse_ticks=not args.no_tick_collapse, por=args.por, **_retire_options(args), **limits)
         _say_if_serial(args.workers, other)
@@ -210,19 +210,6 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _say_if_resuming(directory: str) -> None:
-    """A long search says where it takes up again (the checker refuses a checkpoint of another search itself)."""
-    try:
-        with open(os.path.join(directory, MANIFEST), encoding="utf-8") as f:
-            search = json.load(f)["search"]
-        states = search["states"] if "states" in search else sum(search["lengths"])
-        clock = search["clock"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return
-    print(f"rmqsim check: resuming from the checkpoint in {directory}: {states} states after {clock['seconds']:.0f} s "
-          f"in {clock['sittings']} sitting(s)", file=sys.stderr)
-
-
 def _how_to_go_on(result: CheckResult) -> str:
     if result.checkpoint is None:
         return "raise the limit or shrink the bounds"
@@ -254,9 +241,14 @@ def _retire_options(args: argparse.Namespace) -> dict:
 
 @contextlib.contextmanager
 def _progress_bar(enabled: bool):
-    """A bar of explored states on stderr (scenarios/progress.py: periodic lines when not a terminal)."""
+    """A bar of explored states on stderr (scenarios/progress.py: periodic lines when not a terminal), and how to
+    say a line on stderr beside it: (update or None, say)."""
+
+    def say(text: str) -> None:
+        print(text, file=sys.stderr)
+
     if not enabled:
-        yield None
+        yield None, say
         return
     from .progress import progress_bar
 
@@ -267,8 +259,15 @@ def _progress_bar(enabled: bool):
         bar.set_postfix_str(f"depth={depth}, frontier={frontier}")
         bar.refresh()
 
+    def say_beside_the_bar(text: str) -> None:
+        write = getattr(bar, "write", None)  # tqdm's: clears the bar, prints the line, draws the bar again
+        if write is None:
+            say(text)
+        else:
+            write(text, file=sys.stderr)
+
     try:
-        yield update
+        yield update, say_beside_the_bar
     finally:
         bar.close()
 

@@ -186,6 +186,27 @@ def test_the_command_line_keeps_a_checkpoint_after_a_limit_and_says_how_to_go_on
     assert "holds no rmqsim checkpoint" in capsys.readouterr().err
 
 
+def test_a_refused_checkpoint_is_not_announced_as_resumed(tmp_path, capsys):
+    """"resuming" is said only once the checker accepted the checkpoint: not for another search's, nor for one in
+    use (the message used to be printed from the manifest before the checker looked)."""
+    directory = str(tmp_path / "ck")
+    args = ["--messages", "1", "--sweep", "--checkpoint", directory, "--checkpoint-every", "0", "--no-progress"]
+    assert check_main([*args, "--max-states", "200"]) == 2
+    capsys.readouterr()
+    assert check_main([*args, "--levels", "3"]) == 2
+    err = capsys.readouterr().err
+    assert "is of another search" in err and "resuming" not in err
+    holder = Checkpoint(directory, _identity(tmp_path / "ck"))  # another search holds the directory
+    try:
+        assert check_main(args) == 2
+        err = capsys.readouterr().err
+        assert "is in use by another search" in err and "resuming" not in err
+    finally:
+        holder.close()
+    assert check_main(args) == 0
+    assert "rmqsim check: resuming from the checkpoint in" in capsys.readouterr().err
+
+
 def test_what_a_checkpoint_cannot_serve_is_refused(tmp_path, capsys):
     directory = str(tmp_path / "ck")
     with pytest.raises(ValueError, match="a checkpoint is kept by the sweep only"):
