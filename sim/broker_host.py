@@ -3,8 +3,6 @@ stop, restart; and the scheduling owners its services run under."""
 
 from __future__ import annotations
 
-import gc
-
 from store.broker.broker_controller import BrokerController, BrokerStartError
 from store.client.api import RemotingError
 from store.faults import BrokerCrash
@@ -208,6 +206,7 @@ class BrokerHost:
         self.broker = None
         self.generation += 1
         self._remove_services()
+        _let_go(broker)
         for held in broker.pull_processor.drop_held():
             held.callback(RemotingError("connection closed: the broker died", fault_site=self.down_site))
         if kind == "power":
@@ -250,6 +249,7 @@ class BrokerHost:
         self.broker = None
         self.generation += 1
         self._remove_services()
+        _let_go(broker)
         for request in held:
             request.callback(RemotingError("connection closed: the broker shut down", fault_site=self.down_site))
         self.down_since = world.now_mono()
@@ -262,10 +262,6 @@ class BrokerHost:
     def restart(self) -> None:
         if self.broker is not None:
             return
-        # The dead broker is garbage in reference cycles (services, listeners) holding its copies of the store's
-        # big files (timer wheel, mapped buffers); collect it before the next one allocates its own, so that
-        # memory stays bounded however many crashes a run injects. Deterministic: no finalizer records events.
-        gc.collect()
         recorder = self.world.recorder
         try:
             self.start()
@@ -277,3 +273,13 @@ class BrokerHost:
         recorder.record("restart", target="broker", ok=True, last_exit_ok=store.last_exit_ok,
                         commit_log_end=store.commit_log.get_max_offset())
         self.down_since = None
+
+
+def _let_go(broker: BrokerController) -> None:
+    """A broker that died or shut down: its one large private buffer (the timer wheel's in-memory copy, up to 38
+    MiB) goes at once. The rest of it is garbage in reference cycles (services, listeners) that Python's own
+    collections free; a full collection at every restart cost 2-12 ms (it walks the whole history), 19% of
+    dozens-of-process-crashes' CPU."""
+    timer = broker.timer_message_store
+    if timer is not None and timer.timer_wheel is not None:
+        timer.timer_wheel.release()

@@ -118,6 +118,11 @@ class TimerWheel:
         if existed:
             self._index_used_slots(loaded)
 
+    def release(self) -> None:
+        """Its broker is gone: give the in-memory copy back now, not when a collection finds the dead broker's
+        reference cycles. Any later read of this wheel raises (ValueError: mmap closed)."""
+        self.buf.close()
+
     # --- reading ---------------------------------------------------------------------------------------------
     def get_slot_index(self, time_ms: int) -> int:
         return (time_ms // self.precision_ms) % self.slot_count
