@@ -278,7 +278,7 @@ class BrokerHost:
 def _let_go(broker: BrokerController) -> None:
     """A broker that died or shut down: its one large private buffer (the timer wheel's in-memory copy, up to 38
     MiB) goes at once. The rest of it is garbage in reference cycles (services, listeners) that Python's own
-    collections free; a full collection at every restart cost 2-12 ms (it walks the whole history), 19% of
+    collections free; a full collection at every restart cost 2-12 ms (it walks the whole history), 11-19% of
     dozens-of-process-crashes' CPU."""
     timer = broker.timer_message_store
     if timer is not None and timer.timer_wheel is not None:
