@@ -207,6 +207,22 @@ def test_a_refused_checkpoint_is_not_announced_as_resumed(tmp_path, capsys):
     assert "rmqsim check: resuming from the checkpoint in" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_resumed_search_hears_where_it_takes_up_again(tmp_path, workers):
+    """``on_resume`` hears the checkpoint's state count (one process's ``states``, the peers' columns summed) and
+    time, once it is accepted; a new search hears nothing."""
+    directory = str(tmp_path / "ck")
+    heard = []
+    first = check(M1C1, sweep=True, workers=workers, checkpoint=directory, checkpoint_every_s=0, max_states=1500,
+                  on_resume=heard.append)
+    assert first.stop == STOP_STATES and heard == []
+    search = json.loads((tmp_path / "ck" / MANIFEST).read_text())["search"]
+    states = search["states"] if workers == 1 else sum(search["lengths"])
+    assert 0 < states <= first.states
+    check(M1C1, sweep=True, workers=workers, checkpoint=directory, checkpoint_every_s=0, on_resume=heard.append)
+    assert heard == [f"{states} states after {search['clock']['seconds']:.0f} s in 1 sitting(s)"]
+
+
 def test_what_a_checkpoint_cannot_serve_is_refused(tmp_path, capsys):
     directory = str(tmp_path / "ck")
     with pytest.raises(ValueError, match="a checkpoint is kept by the sweep only"):
