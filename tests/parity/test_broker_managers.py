@@ -133,21 +133,7 @@ def test_process_request_with_msg_back(era):
     assert props[PROPERTY_ORIGIN_MESSAGE_ID] == consumed.msg_id and copy.reconsume_times == 1
 
 
-@pytest.mark.skip(reason="SendMessageProcessorTest.testProcessRequest_WithHook / _Transaction / "
-                         "_WithAbortProcessSendMessageBeforeHook / _WithMsgBackWithConsumeMessageAfterHook exercise "
-                         "SendMessageHook / ConsumeMessageHook plug-ins and transactions, which are out of scope; "
-                         "testAttachRecallHandle_* is the 5.x recall (POP-era) feature")
-def test_process_request_with_hook():
-    """Mirrors SendMessageProcessorTest.testProcessRequest_WithHook (rocketmq-all-4.9.8, rocketmq-all-5.3.3)."""
-
-
 # --- ConsumerOffsetManagerTest (5.3.3) ---------------------------------------------------------------------
-@pytest.mark.skip(reason="ConsumerOffsetManagerTest.cleanOffsetByTopic_NotExist / _Exist: cleanOffsetByTopic is the "
-                         "admin deleteTopic path, which is not modelled")
-def test_clean_offset_by_topic_exist():
-    """Mirrors ConsumerOffsetManagerTest.cleanOffsetByTopic_Exist (rocketmq-all-5.3.3)."""
-
-
 def test_remove_offset_by_group():
     """Mirrors ConsumerOffsetManagerTest.removeOffsetByGroupTest (rocketmq-all-5.3.3): removeOffset(group) drops
     the group's topic@group entry. (The pull-offset and reset-offset tables it also clears belong to 5.x POP /
@@ -228,14 +214,6 @@ def test_config_manager_persist(persist_mode):
 
 
 # --- TopicConfigManagerTest, SubscriptionGroupManagerTest (5.3.3) -------------------------------------------
-@pytest.mark.skip(reason="TopicConfigManagerTest (testNormalAddKeyOnCreating, testAddUnsupportedKeyOnCreating, ...) "
-                         "and SubscriptionGroupManagerTest.updateSubscriptionGroupConfig test the RIP-28 attribute "
-                         "system (+key/-key), which is not modelled; testUpdateAndCreateSubscriptionGroupInRocksdb "
-                         "needs RocksDB config storage")
-def test_normal_add_key_on_creating():
-    """Mirrors TopicConfigManagerTest.testNormalAddKeyOnCreating (rocketmq-all-5.3.3)."""
-
-
 # --- HookUtilsTest (5.3.3) ---------------------------------------------------------------------------------
 def test_check_before_put_message():
     """Mirrors HookUtilsTest.testCheckBeforePutMessage (rocketmq-all-5.3.3): topics up to 127 bytes pass; longer
@@ -351,9 +329,3 @@ def test_pull_process_request_no_msg_in_queue(era):
     assert answer.pull_status == "OFFSET_ILLEGAL"
 
 
-@pytest.mark.skip(reason="PullMessageProcessorTest.testProcessRequest_SubNotLatest needs subscription versions; "
-                         "_FoundWithHook needs ConsumeMessageHook; _MsgWasRemoving needs expired commit-log files "
-                         "(file cleanup is out of scope); 5.3.3 test_LitePullRequestForbidden / testIfBroadcast / "
-                         "testCommitPullOffset concern lite pull and the POP-era pull-offset table")
-def test_pull_process_request_sub_not_latest():
-    """Mirrors PullMessageProcessorTest.testProcessRequest_SubNotLatest (rocketmq-all-4.9.8, 5.3.3)."""

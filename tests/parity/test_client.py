@@ -256,13 +256,6 @@ def test_pop_request():
     assert len(pq) == 0
 
 
-@pytest.mark.skip(reason="ProcessQueueTest.testFillProcessQueueInfo / testRollback / testHasTempMessage / "
-                         "testProcessQueue exercise orderly consumption (consumingMsgOrderlyTreeMap, locks) and the "
-                         "admin ProcessQueueInfo, which are out of scope")
-def test_rollback():
-    """Mirrors ProcessQueueTest.testRollback (rocketmq-all-4.9.8, rocketmq-all-5.3.3)."""
-
-
 # --- AllocateMessageQueueAveragelyTest ---------------------------------------------------------------------
 def test_allocate_message_queue_averagely():
     """Mirrors AllocateMessageQueueAveragelyTest.testAllocateMessageQueueAveragely (rocketmq-all-4.9.8, 5.3.3)."""

@@ -114,7 +114,14 @@ def test_get_time_from_id():
     assert 0 <= now - nearly < 20
 
 
-@pytest.mark.skip(reason="MessageClientIDSetterTest.testGetIPStrFromID / testGetPidFromID read the host IP and the "
-                         "JVM pid; for determinism the ids here carry the client id's hash and seeded bytes instead")
-def test_get_ip_str_from_id():
-    """Mirrors MessageClientIDSetterTest.testGetIPStrFromID (rocketmq-all-4.9.8, rocketmq-all-5.3.3)."""
+def test_get_ip_and_pid_from_id():
+    """In place of MessageClientIDSetterTest.testGetIPStrFromID / testGetPidFromID (rocketmq-all-4.9.8, 5.3.3),
+    which read the host IP and the JVM pid back from an id: here the host field (bytes 0-3) holds the Java hash of
+    the client id, and the pid and class-loader fields (bytes 4-9) come from the producer's seeded random, so the
+    same client id and seed give the same prefix and another seed another one."""
+    uniq = bytes.fromhex(MessageClientIDSetter("10.0.0.1@p1", random.Random(3)).create_uniq_id(1_700_000_000_000))
+    assert int.from_bytes(uniq[:4], "big", signed=True) == codec.java_string_hash("10.0.0.1@p1")
+    rng = random.Random(3)
+    assert uniq[4:10] == rng.randrange(1 << 16).to_bytes(2, "big") + rng.randrange(1 << 32).to_bytes(4, "big")
+    other = bytes.fromhex(MessageClientIDSetter("10.0.0.1@p1", random.Random(4)).create_uniq_id(1_700_000_000_000))
+    assert other[:4] == uniq[:4] and other[4:10] != uniq[4:10]

@@ -1,5 +1,6 @@
-"""Parity with RocketMQ's DefaultMessageStoreTest, MappedFileQueueTest, StoreCheckpointTest, ConsumeQueueTest and
-AppendCallbackTest (store/src/test/java/org/apache/rocketmq/store) at rocketmq-all-4.9.8 and rocketmq-all-5.3.3.
+"""Parity with RocketMQ's DefaultMessageStoreTest, MappedFileQueueTest, StoreCheckpointTest and ConsumeQueueTest
+(store/src/test/java/org/apache/rocketmq/store) at rocketmq-all-4.9.8 and rocketmq-all-5.3.3. (AppendCallbackTest
+only appends message batches, which are not modelled: see test_not_mirrored.py.)
 
 The Java tests run on real files and threads; here the same facts are checked on the in-memory disk with a
 manual clock, dispatching with ``do_reput`` where Java waits for the reput thread.
@@ -190,14 +191,6 @@ def test_get_message_store_time_stamp():
         assert store.get_message_store_timestamp("FooBar", 0, i) == results[i].store_timestamp
 
 
-@pytest.mark.skip(reason="DefaultMessageStoreTest.testGetStoreTime_ParamIsNull / _PhyOffsetIsLessThanCommitLogMinOffset"
-                         " call the private AbstractConsumeQueueStore.getStoreTime(CqUnit) (5.x queue-store "
-                         "abstraction with RocksDB CQ), which has no counterpart here; _EverythingIsOk is "
-                         "test_get_message_store_time_stamp")
-def test_get_store_time_param_is_null():
-    """Mirrors DefaultMessageStoreTest.testGetStoreTime_ParamIsNull (rocketmq-all-5.3.3)."""
-
-
 def test_put_message_when_message_property_is_too_long():
     """Mirrors DefaultMessageStoreTest.testPutMessage_whenMessagePropertyIsTooLong (rocketmq-all-5.3.3)."""
     store = build_store()
@@ -325,18 +318,6 @@ def test_dynamic_max_message_size(era):
         store.shutdown()
 
 
-@pytest.mark.skip(reason="DefaultMessageStoreTest.testPutMsgWhenReplicasNotEnough / testPutMsgWhenAdaptiveDegradation "
-                         "need HA slaves and the in-sync replica set (HA is out of scope)")
-def test_put_msg_when_replicas_not_enough():
-    """Mirrors DefaultMessageStoreTest.testPutMsgWhenReplicasNotEnough (rocketmq-all-5.3.3)."""
-
-
-@pytest.mark.skip(reason="DefaultMessageStoreTest.testPutMsgBatchExceedsMaxLength needs message batches "
-                         "(MessageExtBatch), which the store does not model")
-def test_put_msg_batch_exceeds_max_length():
-    """Mirrors DefaultMessageStoreTest.testPutMsgBatchExceedsMaxLength (rocketmq-all-5.3.3)."""
-
-
 class _DispatchBehindStore(DefaultMessageStore):
     """The Java test's spy: dispatchBehindBytes() answers 100 whatever was dispatched."""
 
@@ -444,17 +425,3 @@ def test_put_message_position_info_build_cq_repeatedly():
     assert cq.put_message_position_info(req.commit_log_offset, req.msg_size, req.tags_code,
                                         req.consume_queue_offset) is True
     assert [cq.get_unit(i) for i in range(10)] == before and cq.get_max_offset_in_queue() == 10
-
-
-@pytest.mark.skip(reason="ConsumeQueueTest.testPutMessagePositionInfoWrapper_MultiQueue / "
-                         "testPutMessagePositionInfoMultiQueue need light message queues (LMQ, INNER_MULTI_DISPATCH), "
-                         "which are out of scope")
-def test_put_message_position_info_multi_queue():
-    """Mirrors ConsumeQueueTest.testPutMessagePositionInfoMultiQueue (rocketmq-all-4.9.8)."""
-
-
-# --- AppendCallbackTest ------------------------------------------------------------------------------------
-@pytest.mark.skip(reason="AppendCallbackTest.testAppendMessageBatchEndOfFile / ...BatchSucc (and the IPv6 variants) "
-                         "append a MessageExtBatch; message batches are not modelled")
-def test_append_message_batch_end_of_file():
-    """Mirrors AppendCallbackTest.testAppendMessageBatchEndOfFile (rocketmq-all-4.9.8, rocketmq-all-5.3.3)."""
