@@ -342,11 +342,11 @@ def sweep(cfg: ModelConfig, g, result, canon: Callable[[State], State], *, symme
         return new_id
 
     def save() -> None:
-        """A checkpoint at a layer's end: what waits in the lower layers is in their files."""
+        """A checkpoint at a layer's end: what waits in the lower layers is in their files. Every layer left has a
+        file: it was made by an append (now spilled) or resumed from one, and is dropped once read to its end."""
         for layer in layers.values():
             layer.out.spill()
-        names = ["parent", "action"] + [os.path.basename(layer.out.path) for layer in layers.values()
-                                        if os.path.exists(layer.out.path)]
+        names = ["parent", "action"] + [os.path.basename(layer.out.path) for layer in layers.values()]
         parent.flush()
         parent_action.flush()
         counters.update(generated=generated, pruned=pruned, edges=edge_count, terminal=terminal, opened=opened,
