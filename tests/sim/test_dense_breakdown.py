@@ -59,3 +59,4 @@ def test_the_script_prints_every_part_for_a_small_run():
     assert {"checks", "stats", "history hash", "store: put", "store: reput and dispatch"} <= set(parts)
     assert all(v > 0 for v in parts.values()), parts
     assert doc["budget_us_per_lifecycle_at_0.33"] > doc["ceiling_us_per_lifecycle"] > 0
+    assert doc["ceiling_one_at_a_time_us_per_lifecycle"] > 0 and doc["simulation_over_in_run_store_work"] > 1
