@@ -19,16 +19,13 @@ import json
 import time
 from collections import Counter
 
-from sim.bench import lifecycle_ceiling, standard_scenario, store_rates
+from sim.bench import bare_store, lifecycle_ceiling, standard_scenario, store_rates
 from sim.checking import check_run
 from sim.history_recorder import HistoryRecorder
 from sim.run import run_scenario
 from sim.stats import run_stats
 from store.broker.broker_controller import BrokerController
-from store.clock import ManualClock
-from store.config import MessageStoreConfig
 from store.disk import MemoryDisk
-from store.message import MessageExt
 from store.message_store import DefaultMessageStore
 
 # (class, method, part): each call's time goes to its part, minus the time of timed calls nested in it
@@ -74,18 +71,10 @@ def uninstall(saved: list) -> None:
 
 
 def one_at_a_time_us(messages: int = 100_000, clock=time.process_time) -> float:
-    """The ceiling's loop (sim/bench.py store_rates: the same store and messages) with each put dispatched before the
+    """The ceiling's loop (sim/bench.py store_rates, on the same ``bare_store``) with each put dispatched before the
     next, as in a run, where the reput steps after every put, instead of one reput over all of them: CPU
     microseconds for a lifecycle's 2 puts and 2 dispatches. What the batched ceiling's amortisation hides."""
-    store = DefaultMessageStore(MemoryDisk(), MessageStoreConfig(mapped_file_size_commit_log=64 * 1024 * 1024,
-                                                                 mapped_file_size_consume_queue=300_000 * 20),
-                                ManualClock())
-    store.load()
-    store.start(0)
-    body = b"x" * 100
-    msgs = [MessageExt(topic="BenchTopic", queue_id=i % 8, body=body, properties={"UNIQ_KEY": f"ID{i:012d}",
-                                                                                 "TAGS": "TagA"})
-            for i in range(messages)]
+    store, msgs = bare_store(MemoryDisk(), messages)
     t0 = clock()
     for i, msg in enumerate(msgs):
         if i % 1000 == 0:
