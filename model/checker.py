@@ -283,7 +283,7 @@ class CheckResult:
 
     @property
     def collision_probability(self) -> float:
-        return collision_probability(self.states, self.graph.generated)
+        return collision_probability(self.states, self.graph.generated, self.sweep_peak_states or None)
 
     def stats(self) -> dict:
         return {"states": self.states, "edges": self.edges, "depth": self.depth,

@@ -185,10 +185,16 @@ class Depths:
         return len(self.starts) - 1 if self.count else 0
 
 
-def collision_probability(distinct: int, generated: int) -> float:
+def collision_probability(distinct: int, generated: int, held: int | None = None) -> float:
     """TLC's optimistic estimate: each of the (generated - distinct) look-ups of an already seen
-    fingerprint, and each new one, could have hit another of ``distinct`` 64-bit values by chance."""
-    return min(1.0, distinct * max(generated - distinct, 0) / 2.0**64)
+    fingerprint, and each new one, could have hit another of ``distinct`` 64-bit values by chance.
+
+    ``held``: the most fingerprints one look-up is compared with, when a search never holds them all. A sweep
+    compares a state only with its own layer's (model/sweep.py), so summed over layers TLC's terms are at most
+    ``held`` (its largest layer) times the repeated look-ups; TLC's global formula would over-count by
+    ``distinct / held``. Split among peers (model/sweep_workers.py) a layer's look-ups meet half its fingerprints
+    each, which share the owner's bit: the same sum."""
+    return min(1.0, (distinct if held is None else min(held, distinct)) * max(generated - distinct, 0) / 2.0**64)
 
 
 class _PlainPickler(pickle.Pickler):

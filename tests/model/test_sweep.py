@@ -13,6 +13,7 @@ from model import sweep as sweep_module
 from model.checker import check
 from model.properties import check_safety, check_terminal
 from model.spec import ModelConfig, initial_state, successors
+from model.statestore import collision_probability
 from model.sweep import DiskColumn, sweep_key
 from scenarios.check_cli import check_main
 
@@ -50,6 +51,20 @@ def test_on_m1c1_the_layer_being_expanded_holds_a_fifth_of_the_states():
     assert r.holds and r.states == 3294
     assert r.sweep_peak_states < r.states / 4
     assert r.stats()["sweep_layers"] == r.sweep_layers > 10
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_collision_estimate_of_a_sweep_counts_one_layers_fingerprints(workers):
+    """A sweep opens a new fingerprint set for each layer, so a look-up can collide only with the layer being
+    expanded: the estimate has the largest layer where breadth-first search has every state."""
+    cfg = ModelConfig(messages=1, levels=2, max_retries=1, crashes=1)
+    bfs, swept = check(cfg), check(cfg, sweep=True, workers=workers)
+    assert (swept.states, swept.graph.generated) == (bfs.states, bfs.graph.generated)
+    assert 0 < swept.sweep_peak_states < swept.states / 4
+    assert swept.collision_probability == collision_probability(swept.states, swept.graph.generated,
+                                                                swept.sweep_peak_states)
+    assert swept.collision_probability == pytest.approx(bfs.collision_probability * swept.sweep_peak_states
+                                                        / swept.states)
 
 
 def test_the_key_never_rises_along_an_edge_of_the_reduced_graph():
