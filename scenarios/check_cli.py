@@ -315,8 +315,10 @@ def _print_text(result: CheckResult, other: CheckResult | None, files: list[str]
     elif result.complete:
         print(f"OK: {', '.join(PROPERTY_NAMES)} hold on all {result.states} states "
               f"(liveness under strong fairness of the system's actions)")
-    print(f"  fingerprint collision probability: calculated (optimistic): {result.collision_probability:.1E}"
-          f"{' (each look-up meets only its own layer: at most ' + str(result.sweep_peak_states) + ' fingerprints)' if result.sweep_layers else ''}")
+    per_layer = ""
+    if result.sweep_layers:
+        per_layer = f" (each look-up meets only its own layer: at most {result.sweep_peak_states} fingerprints)"
+    print(f"  fingerprint collision probability: calculated (optimistic): {result.collision_probability:.1E}{per_layer}")
     for path in files:
         print(f"  wrote {path}")
 

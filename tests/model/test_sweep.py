@@ -108,6 +108,7 @@ def test_the_cli_flag(capsys):
     assert check_main(["--messages", "1", "--crashes", "1", "--sweep", "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert "3294 states" in out and "sweep-line (" in out
+    assert "calculated (optimistic): 1.5E-13 (each look-up meets only its own layer: at most 593 fingerprints)" in out
     assert check_main(["--messages", "1", "--mutant", "dlq_threshold_gt", "--sweep", "--no-progress"]) == 1
     assert "a path (sweep order: not always the shortest)" in capsys.readouterr().out
     assert check_main(["--sweep", "--put-failures", "inf", "--no-progress"]) == 2
